@@ -1,0 +1,69 @@
+"""Weighted acceptance: sum the counts, then divide. Never an average of interval ratios.
+
+    acceptance rate         = Σ accepted / Σ draft tokens
+    mean acceptance length  τ = 1 + Σ accepted / Σ drafts
+    per-position a_i        = Σ accepted at position i / Σ drafts   (unconditional)
+
+Rows without drafts (a 0.8.3 line with no per-position list and no known k) still count
+in the rate but not in τ or a_i.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+
+def weighted_acceptance(
+    spec: pl.LazyFrame | pl.DataFrame, by: Sequence[str] = ("run_id",)
+) -> pl.DataFrame:
+    """One row per group of ``by``: records, counts, rate, τ and the per-position curve."""
+    lf = spec.lazy()
+    keys = list(by)
+    with_drafts = pl.col("drafts").is_not_null()
+    totals = lf.group_by(keys, maintain_order=True).agg(
+        pl.len().alias("records"),
+        pl.col("draft_tokens").sum().alias("draft_tokens"),
+        pl.col("accepted_tokens").sum().alias("accepted_tokens"),
+        pl.col("drafts").sum().alias("drafts"),
+        pl.col("accepted_tokens").filter(with_drafts).sum().alias("_acc_with_drafts"),
+        pl.col("k").drop_nulls().mode().first().alias("k"),
+        pl.col("ts").min().alias("first_ts"),
+        pl.col("ts").max().alias("last_ts"),
+    )
+    totals = totals.with_columns(
+        pl.when(pl.col("draft_tokens") > 0)
+        .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
+        .otherwise(None)
+        .alias("acceptance_rate"),
+        pl.when(pl.col("drafts") > 0)
+        .then(1 + pl.col("_acc_with_drafts") / pl.col("drafts"))
+        .otherwise(None)
+        .alias("mean_acceptance_length"),
+    ).drop("_acc_with_drafts")
+    per_pos = (
+        lf.filter(pl.col("accepted_per_pos").is_not_null() & with_drafts)
+        .select(
+            *keys,
+            "drafts",
+            pl.col("accepted_per_pos").alias("count"),
+            pl.int_ranges(pl.col("accepted_per_pos").list.len()).alias("position"),
+        )
+        .explode("count", "position")
+        .group_by([*keys, "position"])
+        .agg(pl.col("count").sum(), pl.col("drafts").sum())
+        .sort([*keys, "position"])
+        .group_by(keys, maintain_order=True)
+        .agg(
+            pl.when(pl.col("drafts") > 0)
+            .then(pl.col("count") / pl.col("drafts"))
+            .otherwise(None)
+            .alias("per_position"),
+            pl.col("count").alias("accepted_per_pos"),
+        )
+    )
+    return totals.join(per_pos, on=keys, how="left", nulls_equal=True).collect()
+
+
+__all__ = ["weighted_acceptance"]

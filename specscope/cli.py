@@ -1,0 +1,195 @@
+"""The ``specscope`` command: a thin layer over the library (the only module importing typer).
+
+Domain errors become one line on stderr and the exit status their class names
+(``specscope.errors.ExitStatus``); a traceback is shown only with ``SPECSCOPE_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+
+from specscope.definitions import load_definitions
+from specscope.errors import ExitStatus, SpecscopeError
+from specscope.ingest import ingest as run_ingest
+from specscope.ingest import parse_overrides
+from specscope.runs import runs_overview
+from specscope.store import DEFAULT_STORE, open_store
+from specscope.summary import ingest_text, runs_text
+
+app = typer.Typer(
+    name="specscope",
+    help="Speculative-decoding telemetry from vLLM and SGLang, into Parquet and answers.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+StoreOption = Annotated[
+    Path,
+    typer.Option(
+        "--store",
+        envvar="SPECSCOPE_STORE",
+        help=f"Store directory (default ./{DEFAULT_STORE}, or $SPECSCOPE_STORE).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+
+
+def _fail(exc: SpecscopeError) -> typer.Exit:
+    typer.echo(f"specscope: error: {exc.one_line()}", err=True)
+    return typer.Exit(int(exc.exit_status))
+
+
+@app.command(
+    epilog="Examples:\n\n"
+    "  specscope ingest server.log\n\n"
+    "  docker logs -t vllm 2>&1 | specscope ingest - --set hardware=H100\n\n"
+    "  specscope ingest run1.log.gz run2.log --store ./data --json",
+)
+def ingest(
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Log files (.gz too); '-' reads standard input.", show_default=False),
+    ],
+    store: StoreOption = Path(DEFAULT_STORE),
+    year: Annotated[
+        int | None,
+        typer.Option(
+            help="Year of the log's first timestamp (vLLM prints none); "
+            "default: from the file's modification time."
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Add what the log does not say, as key=value "
+            "(quantization, hardware, k, enable_prefix_caching, ...). Repeatable.",
+        ),
+    ] = None,
+    label: Annotated[str | None, typer.Option(help="A label for the runs of these logs.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Read server logs into the store and summarise what was found.
+
+    Prints, per log: the spec-decode, engine-stats and run counts, each run's configuration
+    and weighted acceptance (sum of counts, then divide), and the lines skipped and why.
+    Ingesting the same file again adds nothing; a file that grew adds only its new records.
+    """
+    try:
+        overrides = parse_overrides(set_ or [])
+        report = run_ingest(paths, store=store, year=year, overrides=overrides, label=label)
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        typer.echo(ingest_text(report))
+    for error in report.errors:
+        typer.echo(f"specscope: error: {error.one_line()}", err=True)
+    if report.errors:
+        raise typer.Exit(int(report.errors[0].exit_status))
+
+
+@app.command(
+    epilog="Examples:\n\n  specscope runs\n\n  specscope runs --store ./data --json",
+)
+def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) -> None:
+    """List the server runs in a store with their configuration and weighted acceptance."""
+    try:
+        frame = runs_overview(open_store(store))
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    rows = frame.to_dicts()
+    if as_json:
+        _print_json(rows)
+    else:
+        typer.echo(runs_text(rows))
+
+
+@app.command(
+    epilog="Examples:\n\n  specscope formats\n\n  specscope formats --samples",
+)
+def formats(
+    samples: Annotated[
+        bool, typer.Option("--samples", help="Show each format's sample lines.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List the log formats specscope reads (one definition each under parsers/)."""
+    defs = load_definitions()
+    if as_json:
+        _print_json(
+            [
+                {
+                    "name": d.name,
+                    "kind": d.kind,
+                    "engine": d.engine,
+                    "title": d.title,
+                    "versions": d.versions,
+                    "table": d.table,
+                    "samples": [s.text for s in d.samples],
+                }
+                for d in defs
+            ]
+        )
+        return
+    for d in defs:
+        typer.echo(f"{d.name}  [{d.kind}{', ' + d.table if d.table else ''}]  {d.title}")
+        if d.versions:
+            typer.echo(f"    versions: {d.versions}")
+        if samples:
+            for s in d.samples:
+                for line in s.text.splitlines():
+                    typer.echo(f"    | {line}")
+                typer.echo("")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (``ExitStatus``) instead of exiting."""
+    try:
+        status = app(args=argv, prog_name="specscope", standalone_mode=False)
+        if isinstance(status, int):
+            return status
+    except typer.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        typer.echo("specscope: aborted", err=True)
+        return int(ExitStatus.ERROR)
+    except click.ClickException as exc:
+        exc.show()
+        return int(ExitStatus.USAGE)
+    except SpecscopeError as exc:
+        typer.echo(f"specscope: error: {exc.one_line()}", err=True)
+        return int(exc.exit_status)
+    except Exception as exc:  # an internal bug: one line, the traceback on request
+        if os.environ.get("SPECSCOPE_DEBUG"):
+            traceback.print_exc()
+        typer.echo(
+            f"specscope: internal error: {type(exc).__name__}: {exc} "
+            "(set SPECSCOPE_DEBUG=1 for the traceback, and please report it)",
+            err=True,
+        )
+        return int(ExitStatus.ERROR)
+    return int(ExitStatus.SUCCESS)
+
+
+def entry_point() -> None:
+    sys.exit(main())
+
+
+__all__ = ["app", "main"]

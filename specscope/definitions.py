@@ -1,0 +1,216 @@
+"""Format definitions: one TOML file per log format under ``parsers/``, loaded and compiled.
+
+A definition says where a record starts (``anchor``), how its body is read (label: value
+``fields``, a Python-literal or ``key=value`` ``config`` line, or an ``event``), and carries
+the sample lines and the values they must give. The reading code knows no format by name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from specscope.errors import DefinitionError
+
+KINDS = ("envelope", "fields", "config", "event")
+FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
+PARSE_MODES = ("python_dict", "key_value", None)
+
+# Bounded so that a hostile line cannot make a pattern run away.
+REGEX_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    label: str
+    column: str
+    type: str
+    set: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    code: str
+    anchor: regex.Pattern[str]
+    literals: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Sample:
+    text: str
+    source: str
+    records: tuple[Mapping[str, Any], ...] = ()
+    run: Mapping[str, Any] | None = None
+    expect: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    kind: str
+    engine: str
+    title: str
+    versions: str
+    path: Path
+    table: str | None = None
+    anchor: regex.Pattern[str] | None = None
+    pattern: regex.Pattern[str] | None = None
+    literals: tuple[str, ...] = ()
+    terminal: regex.Pattern[str] | None = None
+    list_tail: bool = False
+    required: tuple[str, ...] = ()
+    derive: str | None = None
+    parse: str | None = None
+    starts_run: bool = False
+    fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # keyed by squashed label
+    keys: Mapping[str, str] = field(default_factory=dict)
+    events: tuple[EventSpec, ...] = ()
+    samples: tuple[Sample, ...] = ()
+
+    def field_for(self, label: str) -> FieldSpec | None:
+        return self.fields.get(squash(label))
+
+
+def squash(label: str) -> str:
+    """A label with case and white space removed, so that a wrap that ate a space still matches."""
+    return "".join(label.split()).lower()
+
+
+def _flags(raw: Sequence[str]) -> int:
+    value = 0
+    for name in raw:
+        flag = getattr(regex, name, None)
+        if not isinstance(flag, int):
+            raise DefinitionError(f"unknown regex flag {name!r}")
+        value |= flag
+    return value
+
+
+def _compile(source: str, flags: int, where: str) -> regex.Pattern[str]:
+    try:
+        return regex.compile(source, flags | regex.V0)
+    except regex.error as exc:
+        raise DefinitionError(f"{where}: bad regex {source!r}: {exc}") from exc
+
+
+def _literals(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    return tuple(str(x) for x in raw)
+
+
+def _samples(raw: Sequence[Mapping[str, Any]], where: str) -> tuple[Sample, ...]:
+    out = []
+    for i, s in enumerate(raw):
+        if "text" not in s:
+            raise DefinitionError(f"{where}: sample {i + 1} has no text")
+        out.append(
+            Sample(
+                text=s["text"],
+                source=s.get("source", ""),
+                records=tuple(s.get("records", ())),
+                run=s.get("run"),
+                expect=s.get("expect"),
+            )
+        )
+    return tuple(out)
+
+
+def load_definition(path: Path) -> Definition:
+    where = path.name
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DefinitionError(f"{where}: {exc}") from exc
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise DefinitionError(f"{where}: kind must be one of {KINDS}, not {kind!r}")
+    flags = _flags(raw.get("flags", ()))
+    name = raw.get("name") or path.stem
+    fields: dict[str, FieldSpec] = {}
+    for label, spec in raw.get("fields", {}).items():
+        if spec.get("type") not in FIELD_TYPES:
+            raise DefinitionError(f"{where}: field {label!r} has type {spec.get('type')!r}")
+        fields[squash(label)] = FieldSpec(label, spec["column"], spec["type"], spec.get("set", {}))
+    events = tuple(
+        EventSpec(
+            e["code"],
+            _compile(e["anchor"], flags, f"{where} event {e['code']}"),
+            _literals(e.get("literal")),
+        )
+        for e in raw.get("events", ())
+    )
+    if raw.get("parse") not in PARSE_MODES:
+        raise DefinitionError(f"{where}: parse must be one of {PARSE_MODES}")
+    anchor = raw.get("anchor")
+    pattern = raw.get("pattern")
+    if kind in ("fields", "config") and not anchor:
+        raise DefinitionError(f"{where}: a {kind} definition needs an anchor")
+    if kind == "envelope" and not pattern:
+        raise DefinitionError(f"{where}: an envelope definition needs a pattern")
+    return Definition(
+        name=name,
+        kind=kind,
+        engine=raw.get("engine", ""),
+        title=raw.get("title", name),
+        versions=raw.get("versions", ""),
+        path=path,
+        table=raw.get("table"),
+        anchor=_compile(anchor, flags, where) if anchor else None,
+        pattern=_compile(pattern, flags, where) if pattern else None,
+        literals=_literals(raw.get("literal")),
+        terminal=_compile(raw["terminal"], flags, where) if raw.get("terminal") else None,
+        list_tail=bool(raw.get("list_tail", False)),
+        required=tuple(raw.get("required", ())),
+        derive=raw.get("derive"),
+        parse=raw.get("parse"),
+        starts_run=bool(raw.get("starts_run", False)),
+        fields=fields,
+        keys=dict(raw.get("keys", {})),
+        events=events,
+        samples=_samples(raw.get("samples", ()), where),
+    )
+
+
+def definitions_dir() -> Path:
+    """Where the definitions are: inside the installed wheel, else the source tree."""
+    packaged = resources.files("specscope") / "_parsers"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    tree = Path(__file__).resolve().parent.parent / "parsers"
+    if tree.is_dir():
+        return tree
+    raise DefinitionError("no format definitions found (neither specscope/_parsers nor parsers/)")
+
+
+@cache
+def load_definitions(directory: Path | None = None) -> tuple[Definition, ...]:
+    """Every definition, in file-name order (which is also the order candidates are tried)."""
+    root = directory or definitions_dir()
+    defs = tuple(load_definition(p) for p in sorted(root.glob("*.toml")))
+    names = [d.name for d in defs]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise DefinitionError(f"duplicate definition names: {sorted(dupes)}")
+    return defs
+
+
+__all__ = [
+    "Definition",
+    "EventSpec",
+    "FieldSpec",
+    "Sample",
+    "definitions_dir",
+    "load_definition",
+    "load_definitions",
+    "squash",
+]

@@ -1,0 +1,221 @@
+"""What a definition's ``derive`` names: the few semantics a label map cannot say.
+
+Record derivations take the values read from one record and return them completed;
+config derivations take what a config line said and the run's config so far, and return
+the columns to set.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import regex
+
+from specscope.pyrepr import literal, parse_key_values, parse_python_dict
+
+Row = dict[str, Any]
+
+# Method names as vLLM spells them (and as users type them) to the names specscope stores.
+_METHOD_ALIASES = {
+    "eagle": "eagle",
+    "eagle1": "eagle",
+    "eagle3": "eagle3",
+    "eagle-3": "eagle3",
+    "draft_model": "draft_model",
+    "draft": "draft_model",
+    "ngram": "ngram",
+    "[ngram]": "ngram",
+    "ngram_gpu": "ngram",
+    "medusa": "medusa",
+    "mlp_speculator": "mlp_speculator",
+    "dflash": "dflash",
+    "suffix": "suffix",
+    "mtp": "mtp",
+}
+# How the drafter proposes: a chain conditions each token on the previous draft tokens,
+# a block proposes all k at once, a lookup copies from the context.
+DRAFTER_KINDS = {
+    "mtp": "chain",
+    "eagle": "chain",
+    "eagle3": "chain",
+    "draft_model": "chain",
+    "medusa": "chain",
+    "mlp_speculator": "chain",
+    "dflash": "block",
+    "ngram": "lookup",
+    "suffix": "lookup",
+}
+_QUANT_IN_NAME = regex.compile(
+    r"(?i)(?:^|[-_/.])(?P<q>awq|gptq|int4|int8|w4a16|w8a8|w8a16|nvfp4|mxfp4|fp8|fp4|autoround|"
+    r"gguf|bnb|4bit|8bit|exl2|marlin)(?:$|[-_/.])"
+)
+
+
+def normalise_method(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    name = str(raw).strip().strip("'\"").lower()
+    if not name or name == "none":
+        return None
+    if name in _METHOD_ALIASES:
+        return _METHOD_ALIASES[name]
+    if name.endswith("_mtp") or name.startswith("mtp"):
+        return "mtp"
+    return name
+
+
+def quantization_from_model_name(model: str | None) -> str | None:
+    if not model:
+        return None
+    m = _QUANT_IN_NAME.search(model.rsplit("/", 1)[-1])
+    return m.group("q").lower() if m else None
+
+
+# --- records ---------------------------------------------------------------------------
+
+
+def vllm_v1_spec_decode(row: Row) -> Row:
+    """k is the length of the per-position list, drafts = draft tokens / k, and the
+    per-position counts are the printed rates times drafts (the printed rates are
+    unconditional: the share of drafts whose position i was accepted)."""
+    rates = row.get("per_position_rate")
+    if rates:
+        row["k"] = len(rates)
+    fill_drafts(row)
+    return row
+
+
+def fill_drafts(row: Row) -> None:
+    k, draft_tokens = row.get("k"), row.get("draft_tokens")
+    if k and draft_tokens is not None and row.get("drafts") is None:
+        row["drafts"] = round(draft_tokens / k)
+    rates, drafts = row.get("per_position_rate"), row.get("drafts")
+    if rates and drafts is not None and row.get("accepted_per_pos") is None:
+        row["accepted_per_pos"] = [
+            None if r is None or math.isnan(r) else round(r * drafts) for r in rates
+        ]
+
+
+def vllm_engine_stats(row: Row) -> Row:
+    for column in ("engine", "engines_aggregated"):
+        if row.get(column) is not None:
+            row[column] = int(row[column])
+    return row
+
+
+# --- configuration ---------------------------------------------------------------------
+
+
+def _first(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return value[0] if value else None
+    return value
+
+
+def _spec_config(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        return {}
+    text = value.strip()
+    if text.startswith("SpeculativeConfig("):
+        return parse_key_values(text)
+    if text.startswith("{"):
+        return parse_python_dict(text)
+    return {}
+
+
+def vllm_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
+    """Columns from a config line whose keys the definition already mapped to columns."""
+    out: Row = {}
+    for column, value in said.items():
+        if column == "speculative_config":
+            spec = _spec_config(value)
+            method = spec.get("method")
+            if method:
+                out["spec_method_raw"] = str(method)
+            draft = spec.get("model")
+            if draft and str(draft) != "None":
+                out["draft_model"] = str(draft)
+            k = spec.get("num_speculative_tokens", spec.get("num_spec_tokens"))
+            if isinstance(k, int):
+                out["k"] = k
+            continue
+        if column == "served_model_name":
+            value = _first(value)
+        if column == "dtype" and isinstance(value, str):
+            value = value.removeprefix("torch.")
+        if column == "quantization":
+            value = "none" if value is None or value == "None" else str(value)
+        if column == "enable_prefix_caching":
+            value = literal(value) if isinstance(value, str) else value
+            if not isinstance(value, bool):
+                continue  # None: not stated
+        if column in (
+            "k",
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "data_parallel_size",
+            "max_model_len",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+        ):
+            value = literal(value) if isinstance(value, str) else value
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+        if value is None or value == "None":
+            continue
+        out[column] = value
+    if "draft_model" in out and "spec_method_raw" not in out and not run.get("spec_method_raw"):
+        # --speculative-model without a method: "[ngram]" or a draft model
+        out["spec_method_raw"] = "ngram" if "ngram" in str(out["draft_model"]) else "draft_model"
+    if "spec_method_raw" in out:
+        out["spec_method"] = normalise_method(out["spec_method_raw"])
+    return out
+
+
+def vllm_model_startup(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
+    """The first 'Resolved architecture' and 'max model len' are the target's, the next the
+    drafter's; 'Detected MTP model' names the method, 'Detected EAGLE model' only the loader
+    (DFlash drafters load through it too)."""
+    out: Row = {}
+    arch = said.get("architecture")
+    if arch:
+        out[
+            "target_architecture" if not run.get("target_architecture") else "draft_architecture"
+        ] = arch
+    model_len = said.get("model_len")
+    if model_len:
+        out["max_model_len" if not run.get("max_model_len") else "draft_max_model_len"] = int(
+            model_len
+        )
+    loader = said.get("detected_drafter")
+    if loader:
+        out["drafter_loader"] = loader
+        if loader == "MTP":
+            out["spec_method"] = "mtp"
+    backend = said.get("attention_backend")
+    if backend:
+        out["attention_backend"] = backend.strip().replace(" ", "_").upper()
+    return out
+
+
+RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
+    "vllm_v1_spec_decode": vllm_v1_spec_decode,
+    "vllm_engine_stats": vllm_engine_stats,
+}
+CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
+    "vllm_config": vllm_config,
+    "vllm_model_startup": vllm_model_startup,
+}
+
+__all__ = [
+    "CONFIG_DERIVATIONS",
+    "DRAFTER_KINDS",
+    "RECORD_DERIVATIONS",
+    "fill_drafts",
+    "normalise_method",
+    "quantization_from_model_name",
+]

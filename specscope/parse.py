@@ -1,0 +1,509 @@
+"""From lines of text to typed rows, runs and skipped lines, driven by the definitions.
+
+Lines are cleaned of their wrappings, cut where a log envelope or a record anchor starts
+(records glued on one line), and a record whose line ended early takes the next line
+when it reads as the rest of it (records wrapped by a terminal or a paste).
+No I/O here: ``parse_lines`` takes ``(line number, text)`` pairs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from specscope.clean import clean_line
+from specscope.definitions import Definition, EventSpec, load_definitions, squash
+from specscope.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
+from specscope.fields import is_list_continuation, read_fields
+from specscope.pyrepr import parse_key_values, parse_python_dict
+
+MAX_WRAPPED_LINES = 8
+_CONTINUATION_START = regex.compile(r"\s*(?:[\d.,:%]|nan\b|tokens\b|reqs\b|[a-z])")
+_LABEL_HEAD = regex.compile(r"\s*([A-Za-z][A-Za-z0-9 _/()%.-]{0,60}?)\s*:")
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    proc: str | None = None
+    pid: int | None = None
+    level: str | None = None
+    month: int | None = None
+    day: int | None = None
+    time: str | None = None
+    year: int | None = None  # when the envelope (or a container timestamp) carries one
+
+
+@dataclass(slots=True)
+class Skip:
+    line: int
+    reason: str
+    text: str
+
+
+@dataclass
+class Run:
+    """One server run: from a server start (or a new process id) to the next."""
+
+    ordinal: int
+    first_line: int
+    last_line: int
+    config: dict[str, Any] = field(default_factory=dict)
+    procs: dict[str, int] = field(default_factory=dict)
+    starts_seen: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(default_factory=dict)
+    last_seen: Envelope | None = None  # the last envelope with a timestamp
+    # The last telemetry record of each process: the spec line follows its engine's line.
+    last_record: dict[tuple[str | None, int | None], tuple[str, Row]] = field(default_factory=dict)
+
+    @property
+    def used(self) -> bool:
+        return bool(self.config or self.counts)
+
+    def update_config(self, values: Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            if value is not None:
+                self.config.setdefault(key, value)
+
+
+Row = dict[str, Any]
+
+
+@dataclass
+class ParseResult:
+    tables: dict[str, list[Row]]
+    runs: list[Run]
+    skipped: list[Skip]
+    lines: int
+    telemetry_lines: int = 0  # lines that held a record of any table
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    pattern: regex.Pattern[str]
+    literals: tuple[str, ...]
+    definitions: tuple[Definition, ...]
+
+
+class Grammar:
+    """The definitions compiled for reading."""
+
+    def __init__(self, definitions: Iterable[Definition]) -> None:
+        defs = tuple(definitions)
+        self.envelopes = [d.pattern for d in defs if d.kind == "envelope" and d.pattern]
+        by_anchor: dict[str, list[Definition]] = {}
+        for d in defs:
+            if d.kind == "fields" and d.anchor is not None:
+                by_anchor.setdefault(d.anchor.pattern, []).append(d)
+        self.anchors = [
+            _Anchor(ds[0].anchor, tuple(lit for d in ds for lit in d.literals), tuple(ds))  # type: ignore[arg-type]
+            for ds in by_anchor.values()
+        ]
+        self.configs = [d for d in defs if d.kind == "config"]
+        self.events = [e for d in defs if d.kind == "event" for e in d.events]
+        literals = {lit for d in defs for lit in d.literals}
+        literals |= {lit for e in self.events for lit in e.literals}
+        self.always = any(not a.literals for a in self.anchors) or any(
+            not d.literals for d in self.configs
+        )
+        self.literals = tuple(sorted(literals))
+        self.definitions = defs
+
+    def interesting(self, line: str) -> bool:
+        """Could this line hold anything? (A cheap test before any regex runs.)"""
+        if self.always or "pid=" in line:
+            return True
+        return any(lit in line for lit in self.literals)
+
+    def envelopes_in(self, text: str) -> list[regex.Match[str]]:
+        found: list[regex.Match[str]] = []
+        for pattern in self.envelopes:
+            found.extend(m for m in pattern.finditer(text) if m.end() > m.start())
+        found.sort(key=lambda m: (m.start(), -m.end()))
+        out: list[regex.Match[str]] = []
+        for m in found:
+            if not out or m.start() >= out[-1].end():
+                out.append(m)
+        return out
+
+    def anchors_in(self, text: str) -> list[tuple[regex.Match[str], _Anchor]]:
+        found = []
+        for anchor in self.anchors:
+            if anchor.literals and not any(lit in text for lit in anchor.literals):
+                continue
+            found.extend((m, anchor) for m in anchor.pattern.finditer(text))
+        found.sort(key=lambda x: (x[0].start(), -x[0].end()))
+        out: list[tuple[regex.Match[str], _Anchor]] = []
+        for m, a in found:
+            if (
+                not out
+                or m.start() >= out[-1][0].end()
+                or (m.start() == m.end() and m.start() > out[-1][0].start())
+            ):
+                out.append((m, a))
+        return out
+
+
+def _envelope(m: regex.Match[str], year: int | None) -> Envelope:
+    g = m.groupdict()
+
+    def num(name: str) -> int | None:
+        v = g.get(name)
+        return int(v) if v else None
+
+    proc = g.get("proc")
+    return Envelope(
+        proc=" ".join(proc.split()) if proc else None,
+        pid=num("pid"),
+        level=g.get("level"),
+        month=num("month"),
+        day=num("day"),
+        time=g.get("time"),
+        year=num("year") or year,
+    )
+
+
+@dataclass(slots=True)
+class _Piece:
+    text: str
+    env: Envelope | None
+    has_env: bool  # the envelope starts this piece (rather than an earlier one on the line)
+    anchor: tuple[regex.Match[str], _Anchor] | None
+    headless: bool
+
+
+class _Pending:
+    """A record whose text may still go on on the next line."""
+
+    def __init__(self, piece: _Piece, line: int) -> None:
+        assert piece.anchor is not None
+        self.match, self.anchor = piece.anchor
+        self.text = piece.text
+        self.env = piece.env
+        self.line = line
+        self.end_line = line
+
+    @property
+    def body(self) -> str:
+        return self.text[self.match.end() - self.match.start() :]
+
+    def _quality(self, text: str) -> tuple[int, int]:
+        d = self.anchor.definitions[0]
+        values, _, problems = read_fields(d, text[self.match.end() - self.match.start() :])
+        return len(values), -len(problems)
+
+    def closed(self) -> bool:
+        d = self.anchor.definitions[0]
+        return d.terminal is not None and d.terminal.search(self.body) is not None
+
+    def take(self, text: str, line: int) -> bool:
+        """Append ``text`` (the next physical line) when it reads as the rest of this record."""
+        d = self.anchor.definitions[0]
+        if self.end_line - self.line + 1 >= MAX_WRAPPED_LINES or self.closed():
+            return False
+        stripped = text.strip()
+        if not stripped:
+            return False
+        looks = bool(_CONTINUATION_START.match(stripped))
+        if not looks and (head := _LABEL_HEAD.match(stripped)):
+            sq = squash(head.group(1))
+            looks = any(label.endswith(sq) for label in d.fields)
+        if not looks and not (d.list_tail and is_list_continuation(stripped)):
+            return False
+        joined = self.text.rstrip() + stripped
+        if self._quality(joined) < self._quality(self.text):
+            return False
+        self.text = joined
+        self.end_line = line
+        return True
+
+
+class LineParser:
+    """Feeds lines through the grammar, keeping the state that spans lines."""
+
+    def __init__(self, grammar: Grammar | None = None) -> None:
+        self.grammar = grammar or Grammar(load_definitions())
+        self.tables: dict[str, list[Row]] = {}
+        self.runs: list[Run] = []
+        self.skipped: list[Skip] = []
+        self.lines = 0
+        self.telemetry_lines = 0
+        self._pending: _Pending | None = None
+        self._run: Run | None = None
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def _current_run(self, line: int) -> Run:
+        if self._run is None:
+            self._new_run(line)
+        assert self._run is not None
+        self._run.last_line = max(self._run.last_line, line)
+        return self._run
+
+    def _new_run(self, line: int) -> Run:
+        self._run = Run(ordinal=len(self.runs) + 1, first_line=line, last_line=line)
+        self.runs.append(self._run)
+        return self._run
+
+    def _see_process(self, env: Envelope, line: int) -> None:
+        if env.proc is None or env.pid is None:
+            return
+        run = self._run
+        if run is not None and (
+            run.procs.get(env.proc, env.pid) != env.pid
+            or (env.proc not in run.procs and run.procs and _far_apart(run.last_seen, env))
+        ):
+            # The same process name with another pid is a restart; a process the run has
+            # not seen, hours after the run's last line, is another server in the paste.
+            self._finish_pending()
+            run = self._new_run(line)
+        run = self._current_run(line)
+        run.procs.setdefault(env.proc, env.pid)
+        if env.month is not None:
+            run.last_seen = env
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    def feed(self, line: int, raw: str) -> None:
+        self.lines = max(self.lines, line)
+        for part in raw.split("\r"):
+            if self._pending is None and not self.grammar.interesting(part):
+                continue
+            self._feed_part(line, part)
+
+    def _pieces(self, text: str, year: int | None) -> Iterator[_Piece]:
+        envs = self.grammar.envelopes_in(text)
+        starts = [m.start() for m in envs]
+        segments: list[tuple[Envelope | None, int, int]] = []
+        if not envs or starts[0] > 0:
+            segments.append((None, 0, starts[0] if envs else len(text)))
+        for i, m in enumerate(envs):
+            end = starts[i + 1] if i + 1 < len(envs) else len(text)
+            segments.append((_envelope(m, year), m.end(), end))
+        first = True
+        for env, start, end in segments:
+            body = text[start:end]
+            anchors = self.grammar.anchors_in(body)
+            cuts = [m.start() for m, _ in anchors]
+            if not anchors or cuts[0] > 0:
+                lead = body[: cuts[0]] if anchors else body
+                yield _Piece(lead, env, env is not None, None, first and env is None)
+            for i, (m, a) in enumerate(anchors):
+                stop = cuts[i + 1] if i + 1 < len(anchors) else len(body)
+                # Re-match on the piece so that the match positions are relative to it.
+                piece_text = body[m.start() : stop]
+                rm = a.pattern.match(piece_text)
+                yield _Piece(
+                    piece_text,
+                    env,
+                    env is not None and i == 0 and cuts[0] == 0,
+                    (rm or m, a),
+                    False,
+                )
+            first = False
+
+    def _feed_part(self, line: int, raw: str) -> None:
+        cleaned = clean_line(raw)
+        text = cleaned.text
+        if not text.strip():
+            return
+        for piece in self._pieces(text, cleaned.year):
+            if piece.has_env and piece.env is not None:
+                self._see_process(piece.env, line)
+            if piece.anchor is not None:
+                self._finish_pending()
+                self._pending = _Pending(piece, line)
+                continue
+            if (
+                piece.headless
+                and self._pending is not None
+                and self._pending.take(piece.text, line)
+            ):
+                continue
+            self._finish_pending()
+            self._other(piece, line)
+
+    def finish(self) -> ParseResult:
+        self._finish_pending()
+        runs = [r for r in self.runs if r.used]
+        return ParseResult(self.tables, runs, self.skipped, self.lines, self.telemetry_lines)
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _emit(self, table: str, row: Row) -> None:
+        self.tables.setdefault(table, []).append(row)
+
+    def _stamp(self, row: Row, env: Envelope | None) -> None:
+        if env is not None:
+            row["_ts"] = (env.year, env.month, env.day, env.time)
+
+    def _finish_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        reasons: list[str] = []
+        for defn in pending.anchor.definitions:
+            values, extra, problems = read_fields(defn, pending.body)
+            for key, value in pending.match.groupdict().items():
+                if value is not None:
+                    values.setdefault(key, value)
+            missing = [c for c in defn.required if values.get(c) is None]
+            if missing:
+                reasons.append(f"{defn.title} without {', '.join(_labels_of(defn, missing))}")
+                continue
+            if defn.derive:
+                values = RECORD_DERIVATIONS[defn.derive](values)
+            self._record(defn, pending, values, extra, problems)
+            return
+        text = pending.text
+        self.skipped.append(Skip(pending.line, reasons[0] if reasons else "unreadable", text[:300]))
+
+    def _record(
+        self,
+        defn: Definition,
+        pending: _Pending,
+        values: Row,
+        extra: dict[str, str],
+        problems: list[str],
+    ) -> None:
+        run = self._current_run(pending.line)
+        table = defn.table or defn.name
+        row: Row = {
+            "line": pending.line,
+            "end_line": pending.end_line,
+            "format": defn.name,
+            "_run": run.ordinal,
+            **values,
+        }
+        if extra:
+            row["extra"] = json.dumps(extra, ensure_ascii=False)
+        if problems:
+            row["problems"] = "; ".join(problems)
+        self._stamp(row, pending.env)
+        key = (pending.env.proc, pending.env.pid) if pending.env else (None, None)
+        if table == "spec_decode":
+            previous = run.last_record.get(key)
+            if previous is not None and previous[0] == "engine_stats":
+                stats = previous[1]
+                row.setdefault("engine", stats.get("engine"))
+                row["stats_line"] = stats["line"]
+        run.last_record[key] = (table, row)
+        run.counts[table] = run.counts.get(table, 0) + 1
+        self.telemetry_lines += pending.end_line - pending.line + 1
+        self._emit(table, row)
+
+    def _other(self, piece: _Piece, line: int) -> None:
+        text = piece.text
+        for defn in self.grammar.configs:
+            if defn.literals and not any(lit in text for lit in defn.literals):
+                continue
+            assert defn.anchor is not None
+            m = defn.anchor.search(text)
+            if m is None:
+                continue
+            self._config(defn, m, text[m.end() :], piece, line)
+            break
+        for event in self.grammar.events:
+            if event.literals and not any(lit in text for lit in event.literals):
+                continue
+            m = event.anchor.search(text)
+            if m is not None:
+                self._event(event, m, piece, line)
+
+    def _config(
+        self, defn: Definition, m: regex.Match[str], rest: str, piece: _Piece, line: int
+    ) -> None:
+        said: dict[str, Any] = {k: v for k, v in m.groupdict().items() if v is not None}
+        if defn.parse:
+            parsed = (
+                parse_python_dict(rest) if defn.parse == "python_dict" else parse_key_values(rest)
+            )
+            for key, column in defn.keys.items():
+                if key in parsed:
+                    said.setdefault(column, parsed[key])
+        if not said:
+            return
+        run = self._current_run(line)
+        if defn.starts_run and (defn.name in run.starts_seen or run.counts):
+            run = self._new_run(line)
+            if piece.env is not None and piece.env.proc and piece.env.pid is not None:
+                run.procs[piece.env.proc] = piece.env.pid
+        if defn.starts_run:
+            run.starts_seen.add(defn.name)
+        if defn.derive:
+            said = CONFIG_DERIVATIONS[defn.derive](said, run.config)
+        run.update_config(said)
+        if "_config_lines" not in run.config:
+            run.config["_config_lines"] = []
+        run.config["_config_lines"].append(line)
+        self.telemetry_lines += 1
+
+    def _event(self, event: EventSpec, m: regex.Match[str], piece: _Piece, line: int) -> None:
+        run = self._current_run(line)
+        detail = {k: v for k, v in m.groupdict().items() if v is not None}
+        row: Row = {
+            "line": line,
+            "_run": run.ordinal,
+            "code": event.code,
+            "level": piece.env.level if piece.env else None,
+            "message": piece.text.strip()[:500],
+            "detail": json.dumps(detail) if detail else None,
+        }
+        self._stamp(row, piece.env)
+        run.counts["events"] = run.counts.get("events", 0) + 1
+        self._emit("events", row)
+
+
+_GAP_S = 6 * 3600
+
+
+def _far_apart(before: Envelope | None, after: Envelope) -> bool:
+    """More than six hours between two envelopes (or the clock went back a month)."""
+    if before is None or before.month is None or after.month is None:
+        return False
+    if before.year and after.year and before.year != after.year:
+        return True
+    return abs(_seconds_in_year(after) - _seconds_in_year(before)) > _GAP_S
+
+
+def _seconds_in_year(env: Envelope) -> int:
+    h, m, s = (int(x) for x in (env.time or "0:0:0").split(":"))
+    days_before = (0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)[(env.month or 1) - 1]
+    return ((days_before + (env.day or 1) - 1) * 24 + h) * 3600 + m * 60 + s
+
+
+def _labels_of(defn: Definition, columns: Iterable[str]) -> list[str]:
+    wanted = list(columns)
+    labels = []
+    for column in wanted:
+        names = [f.label for f in defn.fields.values() if f.column == column]
+        labels.append(f"'{names[-1]}'" if names else column)
+    return labels
+
+
+def parse_lines(lines: Iterable[tuple[int, str]], grammar: Grammar | None = None) -> ParseResult:
+    """Parse numbered lines of one source."""
+    parser = LineParser(grammar)
+    for number, text in lines:
+        parser.feed(number, text)
+    return parser.finish()
+
+
+def parse_text(text: str, grammar: Grammar | None = None) -> ParseResult:
+    """Parse a string holding a log (or a paste of one)."""
+    return parse_lines(enumerate(text.split("\n"), start=1), grammar)
+
+
+__all__ = [
+    "Envelope",
+    "Grammar",
+    "LineParser",
+    "ParseResult",
+    "Run",
+    "Skip",
+    "parse_lines",
+    "parse_text",
+]

@@ -1,0 +1,164 @@
+"""Opening what people hand us: a file, a ``.gz``, standard input; refusing what is not text.
+
+Every failure is a domain error naming the file, so the CLI can print one line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import stat
+import sys
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from specscope.errors import (
+    InputBinaryError,
+    InputEmptyError,
+    InputMissingError,
+    InputNotAFileError,
+    InputUnreadableError,
+)
+
+STDIN = "-"
+_CHUNK = 1 << 20
+_SNIFF = 8192
+
+
+@dataclass
+class Source:
+    """A log to read, with what identifies its content."""
+
+    path: str  # as the user gave it ("-" for standard input)
+    display: str  # what messages call it
+    size: int
+    sha256: str
+    mtime: datetime
+    _data: bytes | None = field(default=None, repr=False)  # standard input, read once
+    notes: list[str] = field(default_factory=list)  # partial input: what was not read
+
+    def prefix_sha256(self, size: int) -> str:
+        """The digest of the first ``size`` bytes (to tell that a file grew)."""
+        h = hashlib.sha256()
+        with self._open_raw() as f:
+            left = size
+            while left > 0:
+                chunk = f.read(min(_CHUNK, left))
+                if not chunk:
+                    break
+                h.update(chunk)
+                left -= len(chunk)
+        return h.hexdigest()
+
+    def _open_raw(self) -> BinaryIO:
+        if self._data is not None:
+            return io.BytesIO(self._data)
+        try:
+            return open(self.path, "rb")
+        except PermissionError as exc:
+            raise InputUnreadableError("permission denied", path=self.display) from exc
+        except OSError as exc:
+            raise InputUnreadableError(exc.strerror or str(exc), path=self.display) from exc
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """``(line number, text)`` for every line; ``\\n`` alone ends a line."""
+        raw = self._open_raw()
+        try:
+            stream: BinaryIO = raw
+            head = raw.read(2)
+            raw.seek(0)
+            if head == b"\x1f\x8b":
+                stream = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+            buffered = io.BufferedReader(stream, _CHUNK)  # type: ignore[arg-type]
+            try:
+                sniff = buffered.peek(_SNIFF)[:_SNIFF]
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputBinaryError(
+                    f"not a readable gzip stream ({exc})", path=self.display
+                ) from exc
+            encoding = _encoding(sniff, self.display)
+            text = io.TextIOWrapper(buffered, encoding=encoding, errors="replace", newline="\n")
+            number = 0
+            try:
+                for number, line in enumerate(text, start=1):
+                    yield number, line.rstrip("\n")
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                self.notes.append(
+                    f"the gzip stream is cut off after line {number} ({exc}): "
+                    "what came before was read"
+                )
+        finally:
+            raw.close()
+
+
+def _encoding(sniff: bytes, display: str) -> str:
+    if sniff.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    if sniff.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if b"\x00" in sniff:
+        # UTF-16 without a BOM puts a NUL beside every ASCII character.
+        even, odd = sniff[0::2], sniff[1::2]
+        if odd.count(0) > 0.4 * len(odd) and even.count(0) < 0.05 * len(even):
+            return "utf-16-le"
+        if even.count(0) > 0.4 * len(even) and odd.count(0) < 0.05 * len(odd):
+            return "utf-16-be"
+        raise InputBinaryError("binary data, not a text log", path=display)
+    controls = sum(1 for b in sniff if b < 9 or 13 < b < 27 or 27 < b < 32)
+    if sniff and controls > 0.1 * len(sniff):
+        raise InputBinaryError("binary data, not a text log", path=display)
+    return "utf-8"
+
+
+def _digest(f: BinaryIO) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    while chunk := f.read(_CHUNK):
+        h.update(chunk)
+        size += len(chunk)
+    return h.hexdigest(), size
+
+
+def open_source(path: str | os.PathLike[str]) -> Source:
+    """Check that ``path`` is a readable, non-empty file (``-``: standard input)."""
+    text_path = os.fspath(path)
+    if text_path == STDIN:
+        data = sys.stdin.buffer.read()
+        if not data.strip():
+            raise InputEmptyError("standard input is empty", path="<stdin>")
+        sha = hashlib.sha256(data).hexdigest()
+        return Source(STDIN, "<stdin>", len(data), sha, datetime.now(UTC), _data=data)
+    display = text_path
+    p = Path(text_path)
+    try:
+        st = p.stat()
+    except FileNotFoundError as exc:
+        raise InputMissingError("no such file", path=display) from exc
+    except PermissionError as exc:
+        raise InputUnreadableError("permission denied", path=display) from exc
+    except OSError as exc:
+        raise InputUnreadableError(exc.strerror or str(exc), path=display) from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise InputNotAFileError("is a directory; give the log files in it", path=display)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputNotAFileError("not a regular file", path=display)
+    try:
+        with open(p, "rb") as f:
+            sha, size = _digest(f)
+    except PermissionError as exc:
+        raise InputUnreadableError("permission denied", path=display) from exc
+    except OSError as exc:
+        raise InputUnreadableError(exc.strerror or str(exc), path=display) from exc
+    if size == 0:
+        raise InputEmptyError("the file is empty", path=display)
+    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
+    return Source(text_path, display, size, sha, mtime)
+
+
+__all__ = ["STDIN", "Source", "open_source"]

@@ -1,0 +1,284 @@
+"""The Parquet store: a directory of hive-partitioned tables that polars, DuckDB, Spark and
+Trino read directly.
+
+    STORE/specscope.json                               schema version, committed ingests
+    STORE/<table>/source_id=<id>/part-<ingest>.parquet  spec_decode, engine_stats, events
+    STORE/runs/source_id=<id>/runs-<ingest>.parquet     the runs of a source (latest wins)
+    STORE/sources/sources-<ingest>.parquet              one row per ingested source
+
+Writers hold ``STORE/.lock``, write every file under a temporary name and rename it into
+place, and commit the ingest in ``specscope.json`` last. Files of an ingest that never
+committed are removed by the next writer, so a killed ingest leaves no trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from specscope.errors import StoreError
+from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES
+
+MANIFEST = "specscope.json"
+LOCK = ".lock"
+DEFAULT_STORE = "specscope-data"
+_LOCK_WAIT_S = 30.0
+
+
+def default_store_path(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    return Path(env.get("SPECSCOPE_STORE") or DEFAULT_STORE)
+
+
+class Store:
+    """A store directory; ``table(name)`` gives a polars LazyFrame of a table."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return (self.path / MANIFEST).is_file()
+
+    def manifest(self) -> dict[str, Any]:
+        file = self.path / MANIFEST
+        if not file.is_file():
+            return {"schema_version": SCHEMA_VERSION, "ingests": []}
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"unreadable manifest ({exc})", path=str(file)) from exc
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise StoreError("manifest has no schema_version", path=str(file))
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"written by a newer specscope (schema {version}; this one reads up to "
+                f"{SCHEMA_VERSION}): upgrade specscope",
+                path=str(self.path),
+            )
+        return data
+
+    def _committed(self) -> set[str]:
+        return {i["id"] for i in self.manifest().get("ingests", [])}
+
+    def files(self, table: str) -> list[Path]:
+        """The committed data files of ``table`` (latest only, for runs and sources)."""
+        committed = self._committed()
+        root = self.path / table
+        if not root.is_dir():
+            return []
+        found = [p for p in root.rglob("*.parquet") if _ingest_of(p) in committed]
+        if table in ("runs", "sources"):
+            order = {i["id"]: n for n, i in enumerate(self.manifest().get("ingests", []))}
+            latest: dict[Path, Path] = {}
+            for p in found:
+                best = latest.get(p.parent)
+                if best is None or order[_ingest_of(p)] > order[_ingest_of(best)]:
+                    latest[p.parent] = p
+            found = list(latest.values())
+        return sorted(found)
+
+    def table(self, name: str) -> pl.LazyFrame:
+        if name not in TABLES:
+            raise StoreError(f"no table {name!r}; tables: {', '.join(TABLES)}")
+        schema = TABLES[name]
+        files = self.files(name)
+        if not files:
+            empty = pl.from_arrow(schema.empty_table())
+            assert isinstance(empty, pl.DataFrame)
+            if name in PARTITIONED:
+                empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
+            return empty.lazy()
+        frames = []
+        for f in files:
+            lf = pl.scan_parquet(f)
+            if name in PARTITIONED:
+                lf = lf.with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("source_id"))
+            frames.append(lf)
+        return pl.concat(frames, how="vertical")
+
+    @property
+    def spec_decode(self) -> pl.LazyFrame:
+        return self.table("spec_decode")
+
+    @property
+    def engine_stats(self) -> pl.LazyFrame:
+        return self.table("engine_stats")
+
+    @property
+    def runs(self) -> pl.LazyFrame:
+        return self.table("runs")
+
+    @property
+    def events(self) -> pl.LazyFrame:
+        return self.table("events")
+
+    @property
+    def sources(self) -> pl.LazyFrame:
+        return self.table("sources")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[StoreWriter]:
+        """Lock the store for writing; what the block wrote is committed when it ends."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the store ({exc.strerror})", path=str(self.path)
+            ) from exc
+        if not self.path.is_dir():
+            raise StoreError("not a directory", path=str(self.path))
+        self.manifest()  # refuse a newer schema before touching anything
+        lock_path = self.path / LOCK
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open the lock file ({exc.strerror})", path=str(lock_path)
+            ) from exc
+        try:
+            deadline = time.monotonic() + _LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError as exc:
+                    if time.monotonic() > deadline:
+                        raise StoreError(
+                            f"another specscope process is writing (it holds {lock_path}); "
+                            "try again when it has finished",
+                            path=str(self.path),
+                        ) from exc
+                    time.sleep(0.1)
+            self._remove_uncommitted()
+            w = StoreWriter(self)
+            yield w
+            w.commit()
+            self._remove_superseded()
+        finally:
+            os.close(fd)
+
+    def _remove_uncommitted(self) -> None:
+        committed = self._committed()
+        for table in TABLES:
+            root = self.path / table
+            if not root.is_dir():
+                continue
+            for p in root.rglob("*"):
+                if p.is_file() and (
+                    p.suffix == ".tmp"
+                    or (p.suffix == ".parquet" and _ingest_of(p) not in committed)
+                ):
+                    p.unlink(missing_ok=True)
+
+    def _remove_superseded(self) -> None:
+        for table in ("runs", "sources"):
+            keep = set(self.files(table))
+            root = self.path / table
+            if root.is_dir():
+                for p in root.rglob("*.parquet"):
+                    if p not in keep:
+                        p.unlink(missing_ok=True)
+
+
+def _ingest_of(path: Path) -> str:
+    """The ingest id in a data file's name (``part-<id>.parquet``)."""
+    return path.stem.rsplit("-", 1)[-1]
+
+
+class StoreWriter:
+    """Writes one ingest's files; ``commit`` makes them visible."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.ingest_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + uuid.uuid4().hex[:6]
+        self.written: list[Path] = []
+        self.sources: list[str] = []
+
+    def _write(self, table: pa.Table, dest: Path) -> None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".tmp")
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, dest)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(
+                f"cannot write {dest.name} ({exc.strerror or exc}); "
+                "nothing of this ingest was committed",
+                path=str(self.store.path),
+            ) from exc
+        self.written.append(dest)
+
+    def add(self, name: str, source_id: str, rows: list[dict[str, Any]]) -> int:
+        """Append rows of a partitioned table for one source."""
+        if not rows and name != "runs":
+            return 0
+        table = pa.Table.from_pylist(rows, schema=TABLES[name])
+        stem = "runs" if name == "runs" else "part"
+        dest = (
+            self.store.path / name / f"source_id={source_id}" / f"{stem}-{self.ingest_id}.parquet"
+        )
+        self._write(table, dest)
+        self.sources.append(source_id)
+        return len(rows)
+
+    def replace_sources(self, rows: list[dict[str, Any]]) -> None:
+        table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
+        self._write(table, self.store.path / "sources" / f"sources-{self.ingest_id}.parquet")
+
+    def commit(self) -> None:
+        if not self.written:
+            return
+        manifest = self.store.manifest()
+        manifest["schema_version"] = SCHEMA_VERSION
+        manifest.setdefault("ingests", []).append(
+            {
+                "id": self.ingest_id,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "sources": sorted(set(self.sources)),
+            }
+        )
+        file = self.store.path / MANIFEST
+        tmp = file.with_name(MANIFEST + ".tmp")
+        try:
+            tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, file)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot commit ({exc.strerror or exc}); nothing of this ingest was committed",
+                path=str(file),
+            ) from exc
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
+    """The store at ``path`` (default ``$SPECSCOPE_STORE`` or ``./specscope-data``)."""
+    store = Store(path if path is not None else default_store_path())
+    store.manifest()
+    return store
+
+
+__all__ = ["DEFAULT_STORE", "Store", "StoreWriter", "default_store_path", "open_store"]

@@ -1,0 +1,153 @@
+"""Plain-text renderings of what ingest found and of the runs in a store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from specscope.ingest import IngestReport, RunSummary, SourceReport
+
+# The configuration a summary always mentions, in this order, and how it names them.
+_SHOWN = (
+    ("vllm_version", "vLLM"),
+    ("model", "model"),
+    ("spec_method", "method"),
+    ("k", "k"),
+    ("quantization", "quantization"),
+    ("enable_prefix_caching", "prefix caching"),
+    ("tensor_parallel_size", "TP"),
+    ("data_parallel_size", "DP"),
+)
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _when(first: datetime | None, last: datetime | None) -> str:
+    if first is None:
+        return ""
+    if last is None or last == first:
+        return f"  {first:%Y-%m-%d %H:%M:%S}"
+    end = f"{last:%H:%M:%S}" if last.date() == first.date() else f"{last:%Y-%m-%d %H:%M:%S}"
+    return f"  {first:%Y-%m-%d %H:%M:%S} -> {end}"
+
+
+def config_line(config: Mapping[str, Any]) -> str:
+    parts = []
+    missing = []
+    for key, name in _SHOWN:
+        value = config.get(key)
+        if value is None:
+            missing.append(name)
+            continue
+        if key == "enable_prefix_caching":
+            value = "on" if value else "off"
+        if key == "quantization" and config.get("quantization_source") == "model_name":
+            value = f"{value} (from the model name)"
+        parts.append(f"{name} {value}" if key != "k" else f"k={value}")
+    for key in ("hardware", "label"):
+        if config.get(key):
+            parts.append(f"{key} {config[key]}")
+    line = ", ".join(parts) if parts else "configuration not in the log"
+    if missing and parts:
+        line += f"; not in the log: {', '.join(missing)}"
+    return line
+
+
+def run_lines(run: RunSummary) -> list[str]:
+    out = [
+        f"  run {run.run_id}  lines {run.first_line}-{run.last_line}"
+        f"{_when(run.first_ts, run.last_ts)}",
+        f"    {config_line(run.config)}",
+    ]
+    if run.spec_records:
+        out.append(
+            f"    {_n(run.spec_records)} spec-decode records: {_n(run.drafts)} drafts, "
+            f"{_n(run.draft_tokens)} draft tokens, {_n(run.accepted_tokens)} accepted"
+        )
+        tau = "n/a" if run.mean_acceptance_length is None else f"{run.mean_acceptance_length:.2f}"
+        line = f"    acceptance rate {_pct(run.acceptance_rate)}, mean acceptance length {tau}"
+        out.append(line)
+        if run.per_position:
+            curve = " ".join("n/a" if a is None else f"{a:.3f}" for a in run.per_position)
+            out.append(f"    per-position acceptance {curve}")
+    else:
+        out.append(f"    no spec-decode records ({_n(run.stats_records)} engine-stats records)")
+    return out
+
+
+def source_lines(report: SourceReport) -> list[str]:
+    if report.error is not None:
+        return [f"error: {report.error.one_line()}"]
+    f = report.found
+    head = f"{report.path}: {report.status}, source {report.source_id}, {_n(report.lines)} lines"
+    out = [head]
+    out.append(
+        f"  found {_n(f.get('spec_decode'))} spec-decode records, "
+        f"{_n(f.get('engine_stats'))} engine-stats records, {_n(f.get('events', 0))} events, "
+        f"{_n(f.get('runs'))} runs"
+    )
+    if report.status in ("new", "grown"):
+        a = report.added
+        out.append(
+            f"  added {_n(a.get('spec_decode', 0))} spec-decode, {_n(a.get('engine_stats', 0))} "
+            f"engine-stats, {_n(a.get('events', 0))} event rows"
+        )
+    if report.skipped:
+        out.append(f"  skipped {report.skipped_lines} lines:")
+        for s in report.skipped:
+            where = ", ".join(str(n) for n in s.lines)
+            more = " ..." if s.count > len(s.lines) else ""
+            out.append(f"    {s.count} x {s.reason} (line {where}{more})")
+    elif report.status in ("new", "grown"):
+        out.append("  skipped 0 lines")
+    for note in report.notes:
+        out.append(f"  note: {note}")
+    for run in report.runs:
+        out.extend(run_lines(run))
+    return out
+
+
+def ingest_text(report: IngestReport) -> str:
+    lines: list[str] = []
+    for source in report.sources:
+        lines.extend(source_lines(source))
+    lines.append(f"store: {report.store}")
+    return "\n".join(lines)
+
+
+def runs_text(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The table `specscope runs` prints."""
+    header = ("run", "source", "records", "method", "k", "rate", "tau", "model", "vLLM")
+    table = [header]
+    for r in rows:
+        tau = r.get("mean_acceptance_length")
+        table.append(
+            (
+                str(r["run_id"]),
+                str(r.get("source") or ""),
+                _n(r.get("spec_records")),
+                str(r.get("spec_method") or "?"),
+                str(r.get("k") or "?"),
+                _pct(r.get("acceptance_rate")),
+                "n/a" if tau is None else f"{tau:.2f}",
+                str(r.get("model") or "?"),
+                str(r.get("vllm_version") or "?"),
+            )
+        )
+    if len(table) == 1:
+        return "no runs in the store"
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in table
+    )
+
+
+__all__ = ["config_line", "ingest_text", "run_lines", "runs_text", "source_lines"]
