@@ -5,9 +5,10 @@ Every failure is a domain error naming the file, so the CLI can print one line.
 
 from __future__ import annotations
 
-import gzip
+import codecs
 import hashlib
 import io
+import itertools
 import os
 import stat
 import sys
@@ -68,33 +69,63 @@ class Source:
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """``(line number, text)`` for every line; ``\\n`` alone ends a line."""
-        raw = self._open_raw()
-        try:
-            stream: BinaryIO = raw
-            head = raw.read(2)
-            raw.seek(0)
-            if head == b"\x1f\x8b":
-                stream = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
-            buffered = io.BufferedReader(stream, _CHUNK)  # type: ignore[arg-type]
-            try:
-                sniff = buffered.peek(_SNIFF)[:_SNIFF]
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputBinaryError(
-                    f"not a readable gzip stream ({exc})", path=self.display
-                ) from exc
-            encoding = _encoding(sniff, self.display)
-            text = io.TextIOWrapper(buffered, encoding=encoding, errors="replace", newline="\n")
-            number = 0
-            try:
-                for number, line in enumerate(text, start=1):
-                    yield number, line.rstrip("\n")
-            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                self.notes.append(
-                    f"the gzip stream is cut off after line {number} ({exc}): "
-                    "what came before was read"
-                )
-        finally:
-            raw.close()
+        chunks = self._chunks()
+        first = next(chunks, b"")
+        decoder = codecs.getincrementaldecoder(_encoding(first[:_SNIFF], self.display))(
+            errors="replace"
+        )
+        pending = ""
+        number = 0
+        for chunk in itertools.chain((first,), chunks):
+            pending += decoder.decode(chunk)
+            parts = pending.split("\n")
+            pending = parts.pop()
+            for part in parts:
+                number += 1
+                yield number, part
+        pending += decoder.decode(b"", final=True)
+        if pending:
+            yield number + 1, pending
+
+    def _chunks(self) -> Iterator[bytes]:
+        """The content in blocks, gunzipped when it is gzip (several members too)."""
+        with self._open_raw() as raw:
+            data = raw.read(_CHUNK)
+            if data[:2] != b"\x1f\x8b":
+                while data:
+                    yield data
+                    data = raw.read(_CHUNK)
+                return
+            produced = False
+            inflate = zlib.decompressobj(wbits=31)
+            while True:
+                try:
+                    out = inflate.decompress(data)
+                except zlib.error as exc:
+                    if not produced:
+                        raise InputBinaryError(
+                            f"not a readable gzip stream ({exc})", path=self.display
+                        ) from exc
+                    self.notes.append(
+                        f"the gzip stream is corrupt after {produced} bytes "
+                        f"({exc}): what came before was read"
+                    )
+                    return
+                if out:
+                    produced = True
+                    yield out
+                if inflate.eof:
+                    data = inflate.unused_data or raw.read(_CHUNK)
+                    if not data.strip(b"\x00"):
+                        return
+                    inflate = zlib.decompressobj(wbits=31)
+                    continue
+                data = raw.read(_CHUNK)
+                if not data:
+                    if not produced:
+                        raise InputBinaryError("a gzip stream with no content", path=self.display)
+                    self.notes.append("the gzip stream is cut off: what came before was read")
+                    return
 
 
 def _encoding(sniff: bytes, display: str) -> str:

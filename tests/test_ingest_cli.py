@@ -1,0 +1,183 @@
+"""`specscope ingest` and `specscope runs` end to end, on real seed excerpts."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+
+import duckdb
+import polars as pl
+
+import specscope
+from specscope.errors import ExitStatus
+
+from .helpers import SEEDS
+
+INT4 = SEEDS / "003_83783f5568908b19.txt"  # MTP on INT4: 0.0%, then BF16
+DFLASH = SEEDS / "002_2dcac71f91935498.txt"  # DFlash, wrapped and glued records
+PROSE = SEEDS / "000_cd87a0961b7b2059.txt"  # a forum thread with no telemetry
+
+
+def test_ingest_summary_names_counts_runs_and_acceptance(cli, tmp_path):
+    r = cli("ingest", INT4, "--store", tmp_path / "s", "--year", "2026")
+    assert r.status == ExitStatus.SUCCESS, r.err
+    assert "found 21 spec-decode records, 22 engine-stats records" in r.out
+    assert "3 runs" in r.out
+    # the INT4 run: 13 intervals, nothing accepted, τ = 1
+    assert "13 spec-decode records: 4,869 drafts, 19,476 draft tokens, 0 accepted" in r.out
+    assert "acceptance rate 0.0%, mean acceptance length 1.00" in r.out
+    # the BF16 run, weighted: 3623 / 7175 = 50.5%, not the mean of the interval rates
+    assert "acceptance rate 50.5%" in r.out
+    assert "2026-04-07 17:29:14 -> 17:30:34" in r.out
+
+
+def test_ingest_json_matches_the_store(cli, tmp_path):
+    store = tmp_path / "s"
+    r = cli("ingest", INT4, "--store", store, "--json", "--year", "2026")
+    assert r.status == 0
+    data = json.loads(r.out)
+    (source,) = data["sources"]
+    assert source["status"] == "new"
+    assert source["found"]["spec_decode"] == 21
+    runs = {run["run_id"]: run for run in source["runs"]}
+    spec = specscope.open_store(store).spec_decode.collect()
+    for run_id, run in runs.items():
+        rows = spec.filter(pl.col("run_id") == run_id)
+        assert run["spec_records"] == rows.height
+        if rows.height:
+            assert run["accepted_tokens"] == rows["accepted_tokens"].sum()
+            assert run["draft_tokens"] == rows["draft_tokens"].sum()
+
+
+def test_store_reads_back_in_polars_and_duckdb(tmp_path):
+    store = tmp_path / "s"
+    specscope.ingest([INT4, DFLASH], store=store, year=2026).raise_for_errors()
+    lazy = pl.scan_parquet(f"{store}/spec_decode/**/*.parquet", hive_partitioning=True)
+    frame = lazy.collect()
+    assert frame.height == 21 + 9
+    assert set(frame["source_id"].unique()) == {
+        s for s in specscope.open_store(store).sources.collect()["source_id"]
+    }
+    con = duckdb.connect()
+    rows = con.execute(
+        f"select source_id, count(*), sum(accepted_tokens), sum(draft_tokens) "
+        f"from read_parquet('{store}/spec_decode/**/*.parquet', hive_partitioning=true) "
+        "group by 1 order by 2"
+    ).fetchall()
+    assert [r[1] for r in rows] == [9, 21]
+    assert rows[1][2:] == (3623, 19476 + 7175)
+    # list columns survive the round trip
+    per_pos = con.execute(
+        f"select accepted_per_pos from read_parquet('{store}/spec_decode/**/*.parquet') "
+        "where accepted_tokens = 506"
+    ).fetchall()
+    assert per_pos == [([114, 106, 102, 97, 87],)]
+
+
+def test_same_file_twice_adds_nothing(cli, tmp_path):
+    store = tmp_path / "s"
+    assert cli("ingest", INT4, "--store", store).status == 0
+    before = sorted(p.relative_to(store) for p in store.rglob("*.parquet"))
+    again = cli("ingest", INT4, "--store", store)
+    assert again.status == 0
+    assert "unchanged" in again.out and "nothing added" in again.out
+    assert sorted(p.relative_to(store) for p in store.rglob("*.parquet")) == before
+    assert specscope.open_store(store).spec_decode.collect().height == 21
+
+
+def test_a_file_that_grew_adds_only_new_records(tmp_path):
+    lines = INT4.read_text(encoding="utf-8").splitlines(keepends=True)
+    log = tmp_path / "server.log"
+    log.write_text("".join(lines[:40]), encoding="utf-8")
+    store = tmp_path / "s"
+    first = specscope.ingest(log, store=store, year=2026)
+    first.raise_for_errors()
+    n_first = first.sources[0].added["spec_decode"]
+    assert 0 < n_first < 21
+    log.write_text("".join(lines), encoding="utf-8")
+    second = specscope.ingest(log, store=store, year=2026)
+    second.raise_for_errors()
+    assert second.sources[0].status == "grown"
+    assert second.sources[0].added["spec_decode"] == 21 - n_first
+    spec = specscope.open_store(store).spec_decode.collect()
+    assert spec.height == 21
+    assert spec.select(pl.struct("source_id", "line").n_unique()).item() == 21
+    fresh = specscope.ingest(INT4, store=tmp_path / "fresh", year=2026)
+    fresh.raise_for_errors()
+    want = specscope.open_store(tmp_path / "fresh").spec_decode.collect()
+    columns = ["line", "accepted_tokens", "draft_tokens", "run_id"]
+    assert spec.sort("line")["accepted_tokens"].to_list() == want.sort("line")[
+        "accepted_tokens"
+    ].to_list()
+    assert spec.select(columns[:-1]).sort("line").equals(want.select(columns[:-1]).sort("line"))
+    assert specscope.open_store(store).runs.collect().height == 3
+
+
+def test_gzip_and_stdin(cli, tmp_path, monkeypatch):
+    gz = tmp_path / "server.log.gz"
+    gz.write_bytes(gzip.compress(DFLASH.read_bytes()))
+    r = cli("ingest", gz, "--store", tmp_path / "a")
+    assert r.status == 0, r.err
+    assert "found 9 spec-decode records" in r.out
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(INT4.read_bytes())))
+    r = cli("ingest", "-", "--store", tmp_path / "b")
+    assert r.status == 0, r.err
+    assert "<stdin>: new" in r.out
+    assert "found 21 spec-decode records" in r.out
+
+
+def test_set_and_label_reach_the_runs(cli, tmp_path):
+    store = tmp_path / "s"
+    r = cli("ingest", INT4, "--store", store, "--set", "quantization=int4-awq",
+            "--set", "hardware=RTX 3090", "--set", "enable_prefix_caching=off",
+            "--label", "polarquant")
+    assert r.status == 0, r.err
+    runs = specscope.open_store(store).runs.collect()
+    assert set(runs["quantization"]) == {"int4-awq"}
+    assert set(runs["quantization_source"]) == {"user"}
+    assert set(runs["hardware"]) == {"RTX 3090"}
+    assert set(runs["enable_prefix_caching"]) == {False}
+    assert set(runs["label"]) == {"polarquant"}
+    bad = cli("ingest", INT4, "--store", tmp_path / "t", "--set", "colour=blue")
+    assert bad.status == ExitStatus.ERROR
+    assert "unknown field" in bad.err and "\n" not in bad.err.strip()
+
+
+def test_runs_lists_runs_with_weighted_acceptance(cli, tmp_path):
+    store = tmp_path / "s"
+    assert cli("ingest", INT4, DFLASH, "--store", store).status == 0
+    r = cli("runs", "--store", store)
+    assert r.status == 0
+    assert "50.5%" in r.out and "3.52" in r.out
+    rows = json.loads(cli("runs", "--store", store, "--json").out)
+    assert len(rows) == 3 + 5
+    bf16 = next(row for row in rows if row["accepted_tokens"] == 3623)
+    assert bf16["k"] == 5
+    assert abs(bf16["mean_acceptance_length"] - (1 + 3623 / 1435)) < 1e-12
+
+
+def test_store_from_environment(cli, tmp_path):
+    store = tmp_path / "env-store"
+    r = cli("ingest", INT4, env={"SPECSCOPE_STORE": str(store)})
+    assert r.status == 0
+    assert (store / "specscope.json").is_file()
+    assert "s54e95cd2ea-3" in cli("runs", env={"SPECSCOPE_STORE": str(store)}).out
+
+
+def test_default_store_is_in_the_working_directory(cli, tmp_path):
+    r = cli("ingest", INT4)
+    assert r.status == 0
+    assert (tmp_path / "specscope-data" / "specscope.json").is_file()
+
+
+def test_installed_copy_of_a_seed_is_the_seed():
+    shared = SEEDS.parent.parent.parent / "shared" / "seeds" / INT4.name
+    if shared.exists():
+        assert shared.read_bytes() == INT4.read_bytes()
+    assert os.path.getsize(INT4) > 1000
+    assert shutil.which("specscope") is not None
