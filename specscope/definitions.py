@@ -33,6 +33,7 @@ class FieldSpec:
     column: str
     type: str
     set: Mapping[str, Any] = field(default_factory=dict)
+    complete: regex.Pattern[str] | None = None  # how the value looks when nothing cut it
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class Definition:
     pattern: regex.Pattern[str] | None = None
     literals: tuple[str, ...] = ()
     terminal: regex.Pattern[str] | None = None
+    ends_with: regex.Pattern[str] | None = None  # a record without it was cut off ...
+    ends_with_when: regex.Pattern[str] | None = None  # ... when its body starts like this
     list_tail: bool = False
     required: tuple[str, ...] = ()
     derive: str | None = None
@@ -140,7 +143,14 @@ def load_definition(path: Path) -> Definition:
     for label, spec in raw.get("fields", {}).items():
         if spec.get("type") not in FIELD_TYPES:
             raise DefinitionError(f"{where}: field {label!r} has type {spec.get('type')!r}")
-        fields[squash(label)] = FieldSpec(label, spec["column"], spec["type"], spec.get("set", {}))
+        complete = spec.get("complete")
+        fields[squash(label)] = FieldSpec(
+            label,
+            spec["column"],
+            spec["type"],
+            spec.get("set", {}),
+            _compile(complete, flags, f"{where} field {label}") if complete else None,
+        )
     events = tuple(
         EventSpec(
             e["code"],
@@ -169,6 +179,10 @@ def load_definition(path: Path) -> Definition:
         pattern=_compile(pattern, flags, where) if pattern else None,
         literals=_literals(raw.get("literal")),
         terminal=_compile(raw["terminal"], flags, where) if raw.get("terminal") else None,
+        ends_with=_compile(raw["ends_with"], flags, where) if raw.get("ends_with") else None,
+        ends_with_when=(
+            _compile(raw["ends_with_when"], flags, where) if raw.get("ends_with_when") else None
+        ),
         list_tail=bool(raw.get("list_tail", False)),
         required=tuple(raw.get("required", ())),
         derive=raw.get("derive"),

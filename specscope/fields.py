@@ -7,6 +7,7 @@ so a value runs up to the next ``, Label:`` rather than to the next comma.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import regex
@@ -86,18 +87,46 @@ def _percent(value: float) -> float:
     return round(value / 100.0, 12)
 
 
-def read_fields(defn: Definition, body: str) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """(values by column, unknown labels with their raw text, problems) of one record body."""
-    values: dict[str, Any] = {}
-    extra: dict[str, str] = {}
-    problems: list[str] = []
-    for label, raw in split_labels(body):
+@dataclass
+class Reading:
+    """What one record body said."""
+
+    values: dict[str, Any] = field(default_factory=dict)  # by column
+    extra: dict[str, str] = field(default_factory=dict)  # labels no definition knows
+    problems: list[str] = field(default_factory=list)  # values that did not read
+    cut: bool = False  # the body stops before its terminal field, or inside its last one
+    dropped: str | None = None  # the last field, left out because it may be cut short
+
+    @property
+    def notes(self) -> list[str]:
+        return self.problems + ([self.dropped] if self.dropped else [])
+
+
+def read_fields(defn: Definition, body: str) -> Reading:
+    """Read a record body by label. A record that should end with its ``ends_with`` field
+    but does not was cut off: its last value may be cut too, so it is kept only when its text
+    shows it whole (the field's ``complete`` pattern, e.g. a count with its unit)."""
+    reading = Reading()
+    values, problems = reading.values, reading.problems
+    pairs = split_labels(body)
+    cut_off = (
+        defn.ends_with is not None
+        and (defn.ends_with_when is None or defn.ends_with_when.match(body) is not None)
+        and defn.ends_with.search(body) is None
+    )
+    for i, (label, raw) in enumerate(pairs):
         spec = defn.field_for(label)
         if spec is None:
-            extra[" ".join(label.split())] = raw
+            reading.extra[" ".join(label.split())] = raw
             continue
         if spec.column in values:
             continue  # the first of two synonyms wins
+        last = i == len(pairs) - 1
+        whole = spec.complete is None or _whole(spec.complete, raw.strip())
+        if last and (not whole or (cut_off and (spec.complete is None or "list" in spec.type))):
+            reading.cut = True
+            reading.dropped = f"{spec.label}: cut off at {raw[-20:]!r}"
+            continue
         try:
             values[spec.column] = convert(spec, raw)
         except FieldValueError as exc:
@@ -105,7 +134,18 @@ def read_fields(defn: Definition, body: str) -> tuple[dict[str, Any], dict[str, 
             continue
         for column, value in spec.set.items():
             values.setdefault(column, value)
-    return values, extra, problems
+    reading.cut = reading.cut or cut_off
+    return reading
+
+
+_MORE_OF_IT = regex.compile(r"(?:\s*,\s*(?:\d|nan)|\.?\d)", regex.I)
+
+
+def _whole(pattern: regex.Pattern[str], value: str) -> bool:
+    """The value starts with its complete form and what follows cannot be more of it
+    (prose after a record's last field is fine; ``, 0.5`` after ``0.730`` is not)."""
+    m = pattern.match(value)
+    return m is not None and _MORE_OF_IT.match(value, m.end()) is None
 
 
 def is_list_continuation(text: str) -> bool:
@@ -114,4 +154,11 @@ def is_list_continuation(text: str) -> bool:
     return bool(items) and all(_LIST_ITEM.match(x) for x in items)
 
 
-__all__ = ["FieldValueError", "convert", "is_list_continuation", "read_fields", "split_labels"]
+__all__ = [
+    "FieldValueError",
+    "Reading",
+    "convert",
+    "is_list_continuation",
+    "read_fields",
+    "split_labels",
+]

@@ -23,6 +23,9 @@ from specscope.pyrepr import parse_key_values, parse_python_dict
 
 MAX_WRAPPED_LINES = 8
 _CONTINUATION_START = regex.compile(r"\s*(?:[\d.,:%]|nan\b|tokens\b|reqs\b|[a-z])")
+_UNFINISHED_HEADER = regex.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d[-\d\s:]*(?:\[?[\w./-]*(?::\d*)?)?$"
+)
 _LABEL_HEAD = regex.compile(r"\s*([A-Za-z][A-Za-z0-9 _/()%.-]{0,60}?)\s*:")
 
 
@@ -110,6 +113,7 @@ class Grammar:
             not d.literals for d in self.configs
         )
         self.literals = tuple(sorted(literals))
+        self.anchor_literals = tuple(sorted({lit for a in self.anchors for lit in a.literals}))
         self.definitions = defs
 
     def interesting(self, line: str) -> bool:
@@ -117,6 +121,25 @@ class Grammar:
         if self.always or "pid=" in line:
             return True
         return any(lit in line for lit in self.literals)
+
+    def marks(self, text: str) -> int:
+        """How many envelopes and record anchors ``text`` holds."""
+        return len(self.envelopes_in(text)) + len(self.anchors_in(text))
+
+    def unfinished(self, text: str) -> bool:
+        """Does ``text`` end inside an envelope or the opening words of a record? (Cheap,
+        generous: the caller checks that joining the next line really completes one.)"""
+        tail = text[-64:]
+        if tail.rfind("(") > tail.rfind(")") or _UNFINISHED_HEADER.search(tail):
+            return True
+        for literal in self.anchor_literals:
+            at = tail.rfind(literal)
+            if at >= 0 and not self.anchors_in(tail[at:]):
+                return True
+            for j in range(min(len(literal) - 1, len(tail)), 1, -1):
+                if tail.endswith(literal[:j]):
+                    return True
+        return False
 
     def envelopes_in(self, text: str) -> list[regex.Match[str]]:
         found: list[regex.Match[str]] = []
@@ -191,9 +214,14 @@ class _Pending:
         return self.text[self.match.end() - self.match.start() :]
 
     def _quality(self, text: str) -> tuple[int, int]:
+        """(fields read, -problems) of the text, leaving out a last label cut short."""
         d = self.anchor.definitions[0]
-        values, _, problems = read_fields(d, text[self.match.end() - self.match.start() :])
-        return len(values), -len(problems)
+        body = text[self.match.end() - self.match.start() :]
+        head, sep, last = body.rpartition(",")
+        if sep and ":" not in last and not is_list_continuation(last):
+            body = head
+        reading = read_fields(d, body)
+        return len(reading.values) + (reading.dropped is not None), -len(reading.problems)
 
     def closed(self) -> bool:
         d = self.anchor.definitions[0]
@@ -232,6 +260,7 @@ class LineParser:
         self.lines = 0
         self.telemetry_lines = 0
         self._pending: _Pending | None = None
+        self._held: tuple[int, str, int | None] | None = None
         self._run: Run | None = None
 
     # -- runs ------------------------------------------------------------------------------
@@ -270,9 +299,30 @@ class LineParser:
     def feed(self, line: int, raw: str) -> None:
         self.lines = max(self.lines, line)
         for part in raw.split("\r"):
-            if self._pending is None and not self.grammar.interesting(part):
+            if self._pending is None and self._held is None and not self.grammar.interesting(part):
                 continue
-            self._feed_part(line, part)
+            cleaned = clean_line(part)
+            if not cleaned.text.strip():
+                continue
+            self._feed_clean(line, cleaned.text, cleaned.year)
+
+    def _feed_clean(self, line: int, text: str, year: int | None) -> None:
+        """Hold a line that ends inside a log header or a record's opening words until the
+        next line shows whether the two are one line wrapped (a narrow terminal)."""
+        if self._held is not None:
+            held_line, held_text, held_year = self._held
+            self._held = None
+            joined = held_text + text
+            if self.grammar.marks(joined) > self.grammar.marks(held_text) + self.grammar.marks(
+                text
+            ):
+                self._feed_part(held_line, joined, held_year or year)
+                return
+            self._feed_part(held_line, held_text, held_year)
+        if self.grammar.unfinished(text):
+            self._held = (line, text, year)
+            return
+        self._feed_part(line, text, year)
 
     def _pieces(self, text: str, year: int | None) -> Iterator[_Piece]:
         envs = self.grammar.envelopes_in(text)
@@ -305,12 +355,8 @@ class LineParser:
                 )
             first = False
 
-    def _feed_part(self, line: int, raw: str) -> None:
-        cleaned = clean_line(raw)
-        text = cleaned.text
-        if not text.strip():
-            return
-        for piece in self._pieces(text, cleaned.year):
+    def _feed_part(self, line: int, text: str, year: int | None) -> None:
+        for piece in self._pieces(text, year):
             if piece.has_env and piece.env is not None:
                 self._see_process(piece.env, line)
             if piece.anchor is not None:
@@ -327,6 +373,9 @@ class LineParser:
             self._other(piece, line)
 
     def finish(self) -> ParseResult:
+        if self._held is not None:
+            self._feed_part(*self._held)
+            self._held = None
         self._finish_pending()
         runs = [r for r in self.runs if r.used]
         return ParseResult(self.tables, runs, self.skipped, self.lines, self.telemetry_lines)
@@ -346,7 +395,10 @@ class LineParser:
             return
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
-            values, extra, problems = read_fields(defn, pending.body)
+            reading = read_fields(defn, pending.body)
+            values, extra, problems = reading.values, reading.extra, reading.notes
+            if reading.cut:
+                values["partial"] = True
             for key, value in pending.match.groupdict().items():
                 if value is not None:
                     values.setdefault(key, value)

@@ -108,9 +108,10 @@ def test_a_file_that_grew_adds_only_new_records(tmp_path):
     fresh.raise_for_errors()
     want = specscope.open_store(tmp_path / "fresh").spec_decode.collect()
     columns = ["line", "accepted_tokens", "draft_tokens", "run_id"]
-    assert spec.sort("line")["accepted_tokens"].to_list() == want.sort("line")[
-        "accepted_tokens"
-    ].to_list()
+    assert (
+        spec.sort("line")["accepted_tokens"].to_list()
+        == want.sort("line")["accepted_tokens"].to_list()
+    )
     assert spec.select(columns[:-1]).sort("line").equals(want.select(columns[:-1]).sort("line"))
     assert specscope.open_store(store).runs.collect().height == 3
 
@@ -133,9 +134,20 @@ def test_gzip_and_stdin(cli, tmp_path, monkeypatch):
 
 def test_set_and_label_reach_the_runs(cli, tmp_path):
     store = tmp_path / "s"
-    r = cli("ingest", INT4, "--store", store, "--set", "quantization=int4-awq",
-            "--set", "hardware=RTX 3090", "--set", "enable_prefix_caching=off",
-            "--label", "polarquant")
+    r = cli(
+        "ingest",
+        INT4,
+        "--store",
+        store,
+        "--set",
+        "quantization=int4-awq",
+        "--set",
+        "hardware=RTX 3090",
+        "--set",
+        "enable_prefix_caching=off",
+        "--label",
+        "polarquant",
+    )
     assert r.status == 0, r.err
     runs = specscope.open_store(store).runs.collect()
     assert set(runs["quantization"]) == {"int4-awq"}

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+import specscope
+from specscope.timestamps import resolve
+
+MTIME = datetime(2027, 1, 2, 12, 0, 0)
+
+
+def test_rollover_from_mtime():
+    stamps = [(None, 12, 31, "23:59:50"), (None, 1, 1, "00:00:00")]
+    out, first, basis = resolve(stamps, year=None, mtime=MTIME)
+    assert out == [datetime(2026, 12, 31, 23, 59, 50), datetime(2027, 1, 1, 0, 0, 0)]
+    assert (first, basis) == (2026, "mtime")
+
+
+def test_given_year_is_the_first_timestamps():
+    stamps = [(None, 12, 31, "23:59:50"), (None, 1, 1, "00:00:00")]
+    out, _first, basis = resolve(stamps, year=2020, mtime=MTIME)
+    assert out[-1] == datetime(2021, 1, 1)
+    assert basis == "--year"
+
+
+def test_log_touched_after_new_year_keeps_december_in_the_old_year():
+    out, _first, _ = resolve([(None, 12, 30, "10:00:00")], year=None, mtime=MTIME)
+    assert out == [datetime(2026, 12, 30, 10)]
+
+
+def test_out_of_order_paste_is_not_a_new_year():
+    stamps = [(None, 4, 15, "07:54:48"), (None, 4, 15, "07:52:38")]
+    out, _, _ = resolve(stamps, year=2026, mtime=MTIME)
+    assert [d.year for d in out] == [2026, 2026]
+
+
+def test_explicit_years_win():
+    stamps = [(2024, 3, 1, "00:00:00"), (None, 3, 1, "00:00:10")]
+    out, first, basis = resolve(stamps, year=None, mtime=MTIME)
+    assert out == [datetime(2024, 3, 1), datetime(2024, 3, 1, 0, 0, 10)]
+    assert (first, basis) == (2024, "log")
+
+
+def test_ingest_uses_the_docker_timestamp_year(tmp_path):
+    line = (
+        "{ts} (APIServer pid=1) INFO 12-31 23:59:59 [metrics.py:101] SpecDecoding metrics: "
+        "Mean acceptance length: 2.00, Accepted throughput: 1.00 tokens/s, Drafted throughput: "
+        "2.00 tokens/s, Accepted: 10 tokens, Drafted: 20 tokens, Per-position acceptance rate: "
+        "0.500, 0.500, Avg Draft acceptance rate: 50.0%"
+    )
+    log = tmp_path / "d.log"
+    log.write_text(line.format(ts="2023-12-31T23:59:59.5Z") + "\n")
+    specscope.ingest(log, store=tmp_path / "s").raise_for_errors()
+    (ts,) = specscope.open_store(tmp_path / "s").spec_decode.collect()["ts"].to_list()
+    assert ts == datetime(2023, 12, 31, 23, 59, 59)
+
+
+@pytest.mark.parametrize("year", [2025, 2026])
+def test_ingest_year_option(tmp_path, year):
+    from .helpers import SEEDS
+
+    specscope.ingest(
+        SEEDS / "003_83783f5568908b19.txt", store=tmp_path / "s", year=year
+    ).raise_for_errors()
+    ts = specscope.open_store(tmp_path / "s").spec_decode.collect()["ts"]
+    assert {d.year for d in ts.to_list()} == {year}
