@@ -19,8 +19,9 @@ import regex
 
 from specscope.errors import DefinitionError
 
-KINDS = ("envelope", "fields", "config", "event")
+KINDS = ("envelope", "fields", "block", "config", "event")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
+COUNTS = ("interval", "cumulative")
 PARSE_MODES = ("python_dict", "key_value", None)
 
 # Bounded so that a hostile line cannot make a pattern run away.
@@ -34,6 +35,8 @@ class FieldSpec:
     type: str
     set: Mapping[str, Any] = field(default_factory=dict)
     complete: regex.Pattern[str] | None = None  # how the value looks when nothing cut it
+    table: str | None = None  # another table than the definition's, for this value
+    indexed: bool = False  # "Position *": the label ends with an index into a list column
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Sample:
     records: tuple[Mapping[str, Any], ...] = ()
     run: Mapping[str, Any] | None = None
     expect: Mapping[str, Any] | None = None
+    runs: int | None = None  # how many runs the sample holds
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,17 @@ class Definition:
     ends_with_when: regex.Pattern[str] | None = None  # ... when its body starts like this
     list_tail: bool = False
     required: tuple[str, ...] = ()
-    derive: str | None = None
+    required_for: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # other tables
+    min_fields: int = 0
+    derive: Mapping[str, str] = field(default_factory=dict)  # table -> derivation
+    counts: str = "interval"
+    cumulative: tuple[str, ...] = ()  # columns that count since the engine started
+    attach_to: str | None = None  # values complete the last record of that table
+    fragment: bool = False  # a piece of a record as people paste it: marked partial
+    end: regex.Pattern[str] | None = None  # blocks: the line that closes one
+    continues: regex.Pattern[str] | None = None  # blocks: lines that carry no field but belong
     parse: str | None = None
-    starts_run: bool = False
+    starts_run: bool | str = False  # True, or "after_records": only once the run has records
     fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # keyed by squashed label
     keys: Mapping[str, str] = field(default_factory=dict)
     events: tuple[EventSpec, ...] = ()
@@ -79,6 +91,24 @@ class Definition:
 
     def field_for(self, label: str) -> FieldSpec | None:
         return self.fields.get(squash(label))
+
+    def indexed_field(self, label: str) -> tuple[FieldSpec, int] | None:
+        """``Position 3`` -> (the ``Position *`` field, 3)."""
+        key = squash(label)
+        for spec in self.fields.values():
+            if spec.indexed:
+                head = squash(spec.label[:-1])
+                rest = key[len(head) :]
+                if key.startswith(head) and rest.isdigit():
+                    return spec, int(rest)
+        return None
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Every table a record of this definition writes to, its own first."""
+        own = self.table or self.name
+        others = sorted({f.table for f in self.fields.values() if f.table and f.table != own})
+        return (own, *others)
 
 
 def squash(label: str) -> str:
@@ -123,6 +153,7 @@ def _samples(raw: Sequence[Mapping[str, Any]], where: str) -> tuple[Sample, ...]
                 records=tuple(s.get("records", ())),
                 run=s.get("run"),
                 expect=s.get("expect"),
+                runs=s.get("runs"),
             )
         )
     return tuple(out)
@@ -144,12 +175,15 @@ def load_definition(path: Path) -> Definition:
         if spec.get("type") not in FIELD_TYPES:
             raise DefinitionError(f"{where}: field {label!r} has type {spec.get('type')!r}")
         complete = spec.get("complete")
+        indexed = label.endswith(" *")
         fields[squash(label)] = FieldSpec(
             label,
             spec["column"],
             spec["type"],
             spec.get("set", {}),
             _compile(complete, flags, f"{where} field {label}") if complete else None,
+            spec.get("table"),
+            indexed,
         )
     events = tuple(
         EventSpec(
@@ -159,11 +193,16 @@ def load_definition(path: Path) -> Definition:
         )
         for e in raw.get("events", ())
     )
+    if raw.get("counts", "interval") not in COUNTS:
+        raise DefinitionError(f"{where}: counts must be one of {COUNTS}")
+    derive = raw.get("derive")
+    if isinstance(derive, str):
+        derive = {raw.get("table") or name: derive}
     if raw.get("parse") not in PARSE_MODES:
         raise DefinitionError(f"{where}: parse must be one of {PARSE_MODES}")
     anchor = raw.get("anchor")
     pattern = raw.get("pattern")
-    if kind in ("fields", "config") and not anchor:
+    if kind in ("fields", "block", "config") and not anchor:
         raise DefinitionError(f"{where}: a {kind} definition needs an anchor")
     if kind == "envelope" and not pattern:
         raise DefinitionError(f"{where}: an envelope definition needs a pattern")
@@ -185,9 +224,17 @@ def load_definition(path: Path) -> Definition:
         ),
         list_tail=bool(raw.get("list_tail", False)),
         required=tuple(raw.get("required", ())),
-        derive=raw.get("derive"),
+        required_for={t: tuple(c) for t, c in raw.get("required_for", {}).items()},
+        min_fields=int(raw.get("min_fields", 0)),
+        derive=dict(derive or {}),
+        counts=raw.get("counts", "interval"),
+        cumulative=tuple(raw.get("cumulative", ())),
+        attach_to=raw.get("attach_to"),
+        fragment=bool(raw.get("fragment", False)),
+        end=_compile(raw["end"], flags, where) if raw.get("end") else None,
+        continues=_compile(raw["continues"], flags, where) if raw.get("continues") else None,
         parse=raw.get("parse"),
-        starts_run=bool(raw.get("starts_run", False)),
+        starts_run=raw.get("starts_run", False),
         fields=fields,
         keys=dict(raw.get("keys", {})),
         events=events,

@@ -17,7 +17,7 @@ from specscope.definitions import Definition, FieldSpec
 # A label starts the body or follows a comma, begins with a letter, and ends at a colon
 # that is not part of a time or ratio ("0:12"). Wrapped text may have lost the space
 # after the comma, hence `\s*`.
-_LABEL = regex.compile(r"(?:^|,)\s*(?P<label>[A-Za-z][A-Za-z0-9 _/()'%.#-]{0,60}?)\s*:(?!\d\d:)")
+_LABEL = regex.compile(r"(?:^|,)\s*(?P<label>#?[A-Za-z][A-Za-z0-9 _/()'%.#-]{0,60}?)\s*:(?!\d\d:)")
 _NUMBER = regex.compile(
     r"\s*(?P<num>[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+))", regex.I
 )
@@ -96,6 +96,8 @@ class Reading:
     problems: list[str] = field(default_factory=list)  # values that did not read
     cut: bool = False  # the body stops before its terminal field, or inside its last one
     dropped: str | None = None  # the last field, left out because it may be cut short
+    ends_whole: bool = False  # the last field is a value that shows it is complete
+    whole: int = 0  # fields whose value shows it is complete
 
     @property
     def notes(self) -> list[str]:
@@ -117,12 +119,24 @@ def read_fields(defn: Definition, body: str) -> Reading:
     for i, (label, raw) in enumerate(pairs):
         spec = defn.field_for(label)
         if spec is None:
-            reading.extra[" ".join(label.split())] = raw
+            item = defn.indexed_field(label)
+            if item is not None:
+                _put_item(reading, item[0], item[1], raw)
+            else:
+                reading.extra[" ".join(label.split())] = raw
             continue
         if spec.column in values:
             continue  # the first of two synonyms wins
         last = i == len(pairs) - 1
         whole = spec.complete is None or _whole(spec.complete, raw.strip())
+        if spec.complete is not None and spec.complete.fullmatch(raw.strip()):
+            reading.whole += 1
+        if last:
+            reading.ends_whole = (
+                spec.complete is not None
+                and spec.complete.fullmatch(raw.strip()) is not None
+                and "list" not in spec.type
+            )
         if last and (not whole or (cut_off and (spec.complete is None or "list" in spec.type))):
             reading.cut = True
             reading.dropped = f"{spec.label}: cut off at {raw[-20:]!r}"
@@ -135,6 +149,66 @@ def read_fields(defn: Definition, body: str) -> Reading:
         for column, value in spec.set.items():
             values.setdefault(column, value)
     reading.cut = reading.cut or cut_off
+    return reading
+
+
+def _put_item(reading: Reading, spec: FieldSpec, index: int, raw: str) -> None:
+    """One entry of a list printed one per line (``Position 3: 64.77``)."""
+    if index > 4096:
+        reading.problems.append(f"{spec.label}: index {index} is out of range")
+        return
+    try:
+        value = convert(spec, raw)
+    except FieldValueError as exc:
+        reading.problems.append(f"{spec.label}: {exc}")
+        return
+    items = reading.values.setdefault(spec.column, [])
+    items.extend([None] * (index + 1 - len(items)))
+    if items[index] is None:
+        items[index] = value
+
+
+_BLOCK_LABELS: dict[str, regex.Pattern[str]] = {}
+
+
+def _block_labels(defn: Definition) -> regex.Pattern[str]:
+    """Every label the definition knows, as one pattern (blocks are read by known labels
+    only, so that a block whose lines were collapsed into one still reads)."""
+    pattern = _BLOCK_LABELS.get(defn.name)
+    if pattern is None:
+        alternatives = []
+        for spec in sorted(defn.fields.values(), key=lambda f: -len(f.label)):
+            words = spec.label[:-2] if spec.indexed else spec.label
+            body = r"\s*".join(regex.escape(w) for w in words.split())
+            alternatives.append(body + (r"\s*\d+" if spec.indexed else ""))
+        pattern = regex.compile(
+            r"(?<![\w(])(?P<label>" + "|".join(alternatives) + r")\s*:", regex.IGNORECASE
+        )
+        _BLOCK_LABELS[defn.name] = pattern
+    return pattern
+
+
+def read_block(defn: Definition, text: str) -> Reading:
+    """Read a multi-line block (``vllm bench serve`` output, the offline example's summary)
+    by its known labels; a value runs to the next known label."""
+    reading = Reading()
+    matches = list(_block_labels(defn).finditer(text))
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        raw = text[m.end() : end].strip()
+        label = m.group("label")
+        spec = defn.field_for(label)
+        if spec is None:
+            item = defn.indexed_field(label)
+            if item is not None:
+                _put_item(reading, item[0], item[1], raw)
+            continue
+        if spec.column in reading.values:
+            continue
+        try:
+            reading.values[spec.column] = convert(spec, raw)
+        except FieldValueError as exc:
+            reading.problems.append(f"{spec.label}: {exc}")
     return reading
 
 
@@ -159,6 +233,7 @@ __all__ = [
     "Reading",
     "convert",
     "is_list_continuation",
+    "read_block",
     "read_fields",
     "split_labels",
 ]

@@ -16,13 +16,12 @@ from typing import Any
 import regex
 
 from specscope.clean import clean_line
-from specscope.definitions import Definition, EventSpec, load_definitions, squash
+from specscope.definitions import Definition, EventSpec, load_definitions
 from specscope.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
-from specscope.fields import is_list_continuation, read_fields
-from specscope.pyrepr import parse_key_values, parse_python_dict
+from specscope.fields import Reading, is_list_continuation, read_block, read_fields
+from specscope.pyrepr import balanced_prefix, parse_key_values, parse_python_dict
 
 MAX_WRAPPED_LINES = 8
-_CONTINUATION_START = regex.compile(r"\s*(?:[\d.,:%]|nan\b|tokens\b|reqs\b|[a-z])")
 _UNFINISHED_HEADER = regex.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d[-\d\s:]*(?:\[?[\w./-]*(?::\d*)?)?$"
 )
@@ -90,6 +89,10 @@ class _Anchor:
     literals: tuple[str, ...]
     definitions: tuple[Definition, ...]
 
+    @property
+    def fragment(self) -> bool:
+        return all(d.fragment for d in self.definitions)
+
 
 class Grammar:
     """The definitions compiled for reading."""
@@ -105,6 +108,7 @@ class Grammar:
             _Anchor(ds[0].anchor, tuple(lit for d in ds for lit in d.literals), tuple(ds))  # type: ignore[arg-type]
             for ds in by_anchor.values()
         ]
+        self.blocks = [d for d in defs if d.kind == "block"]
         self.configs = [d for d in defs if d.kind == "config"]
         self.events = [e for d in defs if d.kind == "event" for e in d.events]
         literals = {lit for d in defs for lit in d.literals}
@@ -122,9 +126,30 @@ class Grammar:
             return True
         return any(lit in line for lit in self.literals)
 
-    def marks(self, text: str) -> int:
-        """How many envelopes and record anchors ``text`` holds."""
-        return len(self.envelopes_in(text)) + len(self.anchors_in(text))
+    def _marks(self, text: str) -> list[regex.Match[str]]:
+        return (
+            self.envelopes_in(text)
+            + [m for m, _ in self.anchors_in(text)]
+            + [m for d in self.configs if d.anchor is not None for m in d.anchor.finditer(text)]
+        )
+
+    def join_if_wrapped(self, held: str, text: str) -> str | None:
+        """``held + text`` when the two are one line that a narrow terminal broke: an
+        envelope or anchor runs across the break, or an envelope ends the first and an
+        anchor starts the second."""
+        if self.envelopes_in(text[:80]) and self.envelopes_in(text[:80])[0].start() == 0:
+            return None
+        joined = held + text
+        starts = {m.start() for m in self._marks(held)}
+        if any(
+            m.start() < len(held) < m.end() + 2 and m.start() not in starts
+            for m in self._marks(joined)
+        ):
+            return joined
+        envs = self.envelopes_in(held)
+        if envs and envs[-1].end() >= len(held.rstrip()) and self._marks(text.lstrip()[:80]):
+            return held.rstrip() + " " + text.lstrip()
+        return None
 
     def unfinished(self, text: str) -> bool:
         """Does ``text`` end inside an envelope or the opening words of a record? (Cheap,
@@ -132,11 +157,14 @@ class Grammar:
         tail = text[-64:]
         if tail.rfind("(") > tail.rfind(")") or _UNFINISHED_HEADER.search(tail):
             return True
+        envs = self.envelopes_in(tail)
+        if envs and envs[-1].end() >= len(tail.rstrip()):
+            return True  # a header with its message on the next line
         for literal in self.anchor_literals:
             at = tail.rfind(literal)
             if at >= 0 and not self.anchors_in(tail[at:]):
                 return True
-            for j in range(min(len(literal) - 1, len(tail)), 1, -1):
+            for j in range(min(len(literal) - 1, len(tail)), 0, -1):
                 if tail.endswith(literal[:j]):
                     return True
         return False
@@ -161,6 +189,8 @@ class Grammar:
         found.sort(key=lambda x: (x[0].start(), -x[0].end()))
         out: list[tuple[regex.Match[str], _Anchor]] = []
         for m, a in found:
+            if a.fragment and any(not b.fragment for _, b in out):
+                continue  # a label inside a whole record, not a pasted fragment
             if (
                 not out
                 or m.start() >= out[-1][0].end()
@@ -168,6 +198,16 @@ class Grammar:
             ):
                 out.append((m, a))
         return out
+
+    def block_start(self, text: str) -> tuple[Definition, regex.Match[str]] | None:
+        for defn in self.blocks:
+            if defn.literals and not any(lit in text for lit in defn.literals):
+                continue
+            assert defn.anchor is not None
+            m = defn.anchor.search(text)
+            if m is not None:
+                return defn, m
+        return None
 
 
 def _envelope(m: regex.Match[str], year: int | None) -> Envelope:
@@ -213,38 +253,111 @@ class _Pending:
     def body(self) -> str:
         return self.text[self.match.end() - self.match.start() :]
 
-    def _quality(self, text: str) -> tuple[int, int]:
-        """(fields read, -problems) of the text, leaving out a last label cut short."""
+    def _quality(self, text: str) -> tuple[int, int, int]:
+        """(fields read, fields shown whole, -problems), leaving out a last label cut short."""
         d = self.anchor.definitions[0]
         body = text[self.match.end() - self.match.start() :]
         head, sep, last = body.rpartition(",")
         if sep and ":" not in last and not is_list_continuation(last):
             body = head
         reading = read_fields(d, body)
-        return len(reading.values) + (reading.dropped is not None), -len(reading.problems)
+        return (
+            len(reading.values) + (reading.dropped is not None),
+            reading.whole,
+            -len(reading.problems),
+        )
 
     def closed(self) -> bool:
+        """Complete: its terminal field is there, or its last field shows it is whole."""
         d = self.anchor.definitions[0]
-        return d.terminal is not None and d.terminal.search(self.body) is not None
+        body = self.body.rstrip()
+        if body.endswith((",", ":")):
+            return False
+        if d.terminal is not None and d.terminal.search(body) is not None:
+            return True
+        if d.ends_with is not None and (
+            d.ends_with_when is None or d.ends_with_when.match(body) is not None
+        ):
+            return False  # its last field is still to come
+        return read_fields(d, body).ends_whole
 
     def take(self, text: str, line: int) -> bool:
-        """Append ``text`` (the next physical line) when it reads as the rest of this record."""
+        """Append ``text`` (the next physical line) when it reads as the rest of this record:
+        more of its list, or more of its fields (or fields made whole), and no new problem."""
         d = self.anchor.definitions[0]
         if self.end_line - self.line + 1 >= MAX_WRAPPED_LINES or self.closed():
             return False
         stripped = text.strip()
         if not stripped:
             return False
-        looks = bool(_CONTINUATION_START.match(stripped))
-        if not looks and (head := _LABEL_HEAD.match(stripped)):
-            sq = squash(head.group(1))
-            looks = any(label.endswith(sq) for label in d.fields)
-        if not looks and not (d.list_tail and is_list_continuation(stripped)):
+        joined = self.text.rstrip()
+        head = _LABEL_HEAD.match(stripped)
+        if head and d.field_for(head.group(1)) and not joined.endswith(","):
+            joined += ", "  # a fragment's next line starts a field of its own
+        joined += stripped
+        before, after = self._quality(self.text), self._quality(joined)
+        if after[2] < before[2]:
             return False
-        joined = self.text.rstrip() + stripped
-        if self._quality(joined) < self._quality(self.text):
+        more_list = d.list_tail and is_list_continuation(stripped) and after[0] >= before[0]
+        if not (more_list or after[:2] > before[:2]):
             return False
         self.text = joined
+        self.end_line = line
+        return True
+
+
+class _PendingConfig:
+    """A config line whose dict or repr is still open at the end of the physical line."""
+
+    def __init__(
+        self, defn: Definition, match: regex.Match[str], text: str, piece: _Piece, line: int
+    ) -> None:
+        self.defn, self.match, self.text, self.piece = defn, match, text, piece
+        self.line = line
+        self.lines = 1
+
+    def open(self) -> bool:
+        rest = self.text.rstrip()
+        return bool(rest) and (
+            (not balanced_prefix(rest)[1] and rest[0] in "{([") or rest.endswith(",")
+        )
+
+    def take(self, text: str) -> bool:
+        if self.lines >= MAX_WRAPPED_LINES * 4 or not self.open():
+            return False
+        self.text = self.text.rstrip() + text.strip()
+        self.lines += 1
+        return True
+
+
+@dataclass(slots=True)
+class _Origin:
+    line: int
+    end_line: int
+    env: Envelope | None
+
+
+class _Block:
+    """A multi-line block (bench results, the offline example's summary) being collected."""
+
+    MAX_LINES = 120
+
+    def __init__(self, defn: Definition, text: str, line: int) -> None:
+        self.defn = defn
+        self.lines = [text]
+        self.line = line
+        self.end_line = line
+        self.ended = False
+
+    def take(self, text: str, line: int) -> bool:
+        d = self.defn
+        if self.ended or len(self.lines) >= self.MAX_LINES:
+            return False
+        if d.end is not None and d.end.search(text):
+            self.ended = True
+        elif not (read_block(d, text).values or (d.continues and d.continues.search(text))):
+            return False
+        self.lines.append(text)
         self.end_line = line
         return True
 
@@ -261,6 +374,9 @@ class LineParser:
         self.telemetry_lines = 0
         self._pending: _Pending | None = None
         self._held: tuple[int, str, int | None] | None = None
+        self._block: _Block | None = None
+        self._config_pending: _PendingConfig | None = None
+        self._cumulative: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._run: Run | None = None
 
     # -- runs ------------------------------------------------------------------------------
@@ -299,7 +415,12 @@ class LineParser:
     def feed(self, line: int, raw: str) -> None:
         self.lines = max(self.lines, line)
         for part in raw.split("\r"):
-            if self._pending is None and self._held is None and not self.grammar.interesting(part):
+            if (
+                self._pending is None
+                and self._held is None
+                and self._block is None
+                and not self.grammar.interesting(part)
+            ):
                 continue
             cleaned = clean_line(part)
             if not cleaned.text.strip():
@@ -309,13 +430,23 @@ class LineParser:
     def _feed_clean(self, line: int, text: str, year: int | None) -> None:
         """Hold a line that ends inside a log header or a record's opening words until the
         next line shows whether the two are one line wrapped (a narrow terminal)."""
+        if self._block is not None:
+            start = self.grammar.block_start(text)
+            if start is None and self._block.take(text, line):
+                if self._block.ended:
+                    self._finish_block()
+                return
+            self._finish_block()
+        if (start := self.grammar.block_start(text)) is not None:
+            self._finish_pending()
+            defn, m = start
+            self._block = _Block(defn, text[m.start() :], line)
+            return
         if self._held is not None:
             held_line, held_text, held_year = self._held
             self._held = None
-            joined = held_text + text
-            if self.grammar.marks(joined) > self.grammar.marks(held_text) + self.grammar.marks(
-                text
-            ):
+            joined = self.grammar.join_if_wrapped(held_text, text)
+            if joined is not None:
                 self._feed_part(held_line, joined, held_year or year)
                 return
             self._feed_part(held_line, held_text, held_year)
@@ -359,15 +490,23 @@ class LineParser:
         for piece in self._pieces(text, year):
             if piece.has_env and piece.env is not None:
                 self._see_process(piece.env, line)
-            if piece.anchor is not None:
-                self._finish_pending()
-                self._pending = _Pending(piece, line)
-                continue
+            headless = piece.headless and piece.anchor is None
+            if headless and self._config_pending is not None:
+                if self._config_pending.take(piece.text):
+                    continue
+                self._finish_config()
+            elif self._config_pending is not None:
+                self._finish_config()
+            fragment = piece.anchor is not None and piece.anchor[1].fragment
             if (
-                piece.headless
+                (headless or fragment)
                 and self._pending is not None
                 and self._pending.take(piece.text, line)
             ):
+                continue
+            if piece.anchor is not None:
+                self._finish_pending()
+                self._pending = _Pending(piece, line)
                 continue
             self._finish_pending()
             self._other(piece, line)
@@ -377,6 +516,8 @@ class LineParser:
             self._feed_part(*self._held)
             self._held = None
         self._finish_pending()
+        self._finish_block()
+        self._finish_config()
         runs = [r for r in self.runs if r.used]
         return ParseResult(self.tables, runs, self.skipped, self.lines, self.telemetry_lines)
 
@@ -393,59 +534,110 @@ class LineParser:
         pending, self._pending = self._pending, None
         if pending is None:
             return
+        origin = _Origin(pending.line, pending.end_line, pending.env)
+        groups = {k: v for k, v in pending.match.groupdict().items() if v is not None}
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
-            reading = read_fields(defn, pending.body)
-            values, extra, problems = reading.values, reading.extra, reading.notes
-            if reading.cut:
-                values["partial"] = True
-            for key, value in pending.match.groupdict().items():
-                if value is not None:
-                    values.setdefault(key, value)
-            missing = [c for c in defn.required if values.get(c) is None]
-            if missing:
-                reasons.append(f"{defn.title} without {', '.join(_labels_of(defn, missing))}")
-                continue
-            if defn.derive:
-                values = RECORD_DERIVATIONS[defn.derive](values)
-            self._record(defn, pending, values, extra, problems)
-            return
-        text = pending.text
-        self.skipped.append(Skip(pending.line, reasons[0] if reasons else "unreadable", text[:300]))
+            reason = self._accept(defn, origin, read_fields(defn, pending.body), groups)
+            if reason is None:
+                return
+            reasons.append(reason)
+        self.skipped.append(Skip(pending.line, reasons[0], pending.text[:300]))
 
-    def _record(
-        self,
-        defn: Definition,
-        pending: _Pending,
-        values: Row,
-        extra: dict[str, str],
-        problems: list[str],
-    ) -> None:
-        run = self._current_run(pending.line)
-        table = defn.table or defn.name
-        row: Row = {
-            "line": pending.line,
-            "end_line": pending.end_line,
-            "format": defn.name,
-            "_run": run.ordinal,
-            **values,
-        }
-        if extra:
-            row["extra"] = json.dumps(extra, ensure_ascii=False)
-        if problems:
-            row["problems"] = "; ".join(problems)
-        self._stamp(row, pending.env)
-        key = (pending.env.proc, pending.env.pid) if pending.env else (None, None)
-        if table == "spec_decode":
-            previous = run.last_record.get(key)
-            if previous is not None and previous[0] == "engine_stats":
-                stats = previous[1]
-                row.setdefault("engine", stats.get("engine"))
-                row["stats_line"] = stats["line"]
-        run.last_record[key] = (table, row)
-        run.counts[table] = run.counts.get(table, 0) + 1
-        self.telemetry_lines += pending.end_line - pending.line + 1
-        self._emit(table, row)
+    def _finish_block(self) -> None:
+        block, self._block = self._block, None
+        if block is None:
+            return
+        text = "\n".join(block.lines)
+        origin = _Origin(block.line, block.end_line, None)
+        reason = self._accept(block.defn, origin, read_block(block.defn, text), {})
+        if reason is not None:
+            self.skipped.append(Skip(block.line, reason, text[:300]))
+
+    def _accept(
+        self, defn: Definition, origin: _Origin, reading: Reading, groups: Mapping[str, Any]
+    ) -> str | None:
+        """Store what a record said; the reason it cannot be stored otherwise."""
+        values: Row = {**groups, **reading.values}
+        if len(reading.values) < defn.min_fields:
+            return f"{defn.title} with too few fields to be a record"
+        missing = [c for c in defn.required if values.get(c) is None]
+        if missing:
+            return f"{defn.title} without {', '.join(_labels_of(defn, missing))}"
+        tables = defn.tables
+        rows: dict[str, Row] = {t: {} for t in tables}
+        column_table = {f.column: f.table or tables[0] for f in defn.fields.values()}
+        for column, value in values.items():
+            rows[column_table.get(column, tables[0])][column] = value
+        for table in tables[1:]:
+            needed = defn.required_for.get(table, ())
+            if not rows[table] or any(rows[table].get(c) is None for c in needed):
+                del rows[table]
+        run = self._current_run(origin.line)
+        key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
+        if defn.attach_to:
+            target = run.last_record.get(key)
+            if target is None or target[0] != defn.attach_to:
+                return f"{defn.title} with no {defn.attach_to} record before it"
+            for column, value in rows[tables[0]].items():
+                target[1].setdefault(column, value)
+            return None
+        if defn.starts_run and run.counts:
+            run = self._new_run(origin.line)
+        if defn.starts_run:
+            run.starts_seen.add(defn.name)
+        # Stats before spec: a line that is both (SGLang) is its own engine-stats record.
+        for table in sorted(rows, key=lambda t: t == "spec_decode"):
+            row: Row = {
+                "line": origin.line,
+                "end_line": origin.end_line,
+                "format": defn.name,
+                "_run": run.ordinal,
+                **rows[table],
+            }
+            if table == tables[0]:
+                if reading.extra:
+                    row["extra"] = json.dumps(reading.extra, ensure_ascii=False)
+                if reading.notes:
+                    row["problems"] = "; ".join(reading.notes)
+            if table == "spec_decode" and (reading.cut or defn.fragment):
+                row["partial"] = True
+            if origin.env is not None:
+                row["_ts"] = (origin.env.year, origin.env.month, origin.env.day, origin.env.time)
+            if defn.counts == "cumulative" and table == tables[0]:
+                self._to_deltas(defn, run, key, row)
+            if defn.derive.get(table):
+                row = RECORD_DERIVATIONS[defn.derive[table]](row)
+            if table == "spec_decode":
+                previous = run.last_record.get(key)
+                if previous is not None and previous[0] == "engine_stats":
+                    row.setdefault("engine", previous[1].get("engine"))
+                    row["stats_line"] = previous[1]["line"]
+            run.last_record[key] = (table, row)
+            run.counts[table] = run.counts.get(table, 0) + 1
+            self._emit(table, row)
+        self.telemetry_lines += origin.end_line - origin.line + 1
+        return None
+
+    def _to_deltas(self, defn: Definition, run: Run, key: tuple[Any, ...], row: Row) -> None:
+        """Counts printed since the engine started become counts since the last record.
+        The first record of an engine keeps its totals (``counts = since_engine_start``);
+        a total that drops means the engine restarted (``since_restart``)."""
+        state = (run.ordinal, key, defn.name)
+        now = {c: row.get(c) for c in defn.cumulative}
+        before = self._cumulative.get(state)
+        self._cumulative[state] = now
+        if before is None:
+            row["counts"] = "since_engine_start"
+        elif any(
+            now[c] is not None and before.get(c) is not None and now[c] < before[c] for c in now
+        ):
+            row["counts"] = "since_restart"
+        else:
+            row["counts"] = "delta"
+            for c, value in now.items():
+                if value is not None and before.get(c) is not None:
+                    row[c] = value - before[c]
 
     def _other(self, piece: _Piece, line: int) -> None:
         text = piece.text
@@ -456,7 +648,11 @@ class LineParser:
             m = defn.anchor.search(text)
             if m is None:
                 continue
-            self._config(defn, m, text[m.end() :], piece, line)
+            pending = _PendingConfig(defn, m, text[m.end() :], piece, line)
+            if defn.parse and pending.open():
+                self._config_pending = pending  # a dict wrapped over several lines
+            else:
+                self._config(defn, m, pending.text, piece, line)
             break
         for event in self.grammar.events:
             if event.literals and not any(lit in text for lit in event.literals):
@@ -464,6 +660,11 @@ class LineParser:
             m = event.anchor.search(text)
             if m is not None:
                 self._event(event, m, piece, line)
+
+    def _finish_config(self) -> None:
+        pending, self._config_pending = self._config_pending, None
+        if pending is not None:
+            self._config(pending.defn, pending.match, pending.text, pending.piece, pending.line)
 
     def _config(
         self, defn: Definition, m: regex.Match[str], rest: str, piece: _Piece, line: int
@@ -479,14 +680,18 @@ class LineParser:
         if not said:
             return
         run = self._current_run(line)
-        if defn.starts_run and (defn.name in run.starts_seen or run.counts):
+        if defn.starts_run == "after_records":
+            starts = bool(run.counts)  # engines print their config before they serve
+        else:
+            starts = defn.starts_run and (defn.name in run.starts_seen or bool(run.counts))
+        if starts:
             run = self._new_run(line)
             if piece.env is not None and piece.env.proc and piece.env.pid is not None:
                 run.procs[piece.env.proc] = piece.env.pid
-        if defn.starts_run:
+        if defn.starts_run is True:
             run.starts_seen.add(defn.name)
-        if defn.derive:
-            said = CONFIG_DERIVATIONS[defn.derive](said, run.config)
+        for derivation in defn.derive.values():
+            said = CONFIG_DERIVATIONS[derivation](said, run.config)
         run.update_config(said)
         if "_config_lines" not in run.config:
             run.config["_config_lines"] = []

@@ -64,6 +64,8 @@ def test_sample(defn, sample):
         assert len(rows) == len(sample.records), f"{where}: {len(rows)} records"
         for row, expected in zip(rows, sample.records, strict=True):
             _check(row, dict(expected), where)
+    if sample.runs is not None:
+        assert len(result.runs) == sample.runs, f"{where}: {len(result.runs)} runs"
     if sample.run is not None:
         assert result.runs, f"{where}: no run"
         config: dict[str, Any] = {}
