@@ -137,7 +137,11 @@ def read_fields(defn: Definition, body: str) -> Reading:
                 and spec.complete.fullmatch(raw.strip()) is not None
                 and "list" not in spec.type
             )
-        if last and (not whole or (cut_off and (spec.complete is None or "list" in spec.type))):
+        if last and (
+            not whole
+            or not raw.strip()
+            or (cut_off and (spec.complete is None or "list" in spec.type))
+        ):
             reading.cut = True
             reading.dropped = f"{spec.label}: cut off at {raw[-20:]!r}"
             continue

@@ -19,12 +19,14 @@ from specscope.clean import clean_line
 from specscope.definitions import Definition, EventSpec, load_definitions
 from specscope.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
 from specscope.fields import Reading, is_list_continuation, read_block, read_fields
-from specscope.pyrepr import balanced_prefix, parse_key_values, parse_python_dict
+from specscope.pyrepr import is_open, parse_key_values, parse_python_dict
 
 MAX_WRAPPED_LINES = 8
 _UNFINISHED_HEADER = regex.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d[-\d\s:]*(?:\[?[\w./-]*(?::\d*)?)?$"
 )
+# More of a repr cut by a line end: white space only after commas (prose has it elsewhere).
+_REPR_LIKE = regex.compile(r"\S*(?:,\s+\S*)*$")
 _LABEL_HEAD = regex.compile(r"\s*([A-Za-z][A-Za-z0-9 _/()%.-]{0,60}?)\s*:")
 
 
@@ -117,7 +119,12 @@ class Grammar:
             not d.literals for d in self.configs
         )
         self.literals = tuple(sorted(literals))
-        self.anchor_literals = tuple(sorted({lit for a in self.anchors for lit in a.literals}))
+        self.anchor_literals = tuple(
+            sorted(
+                {lit for a in self.anchors for lit in a.literals}
+                | {lit for d in self.configs for lit in d.literals}
+            )
+        )
         self.definitions = defs
 
     def interesting(self, line: str) -> bool:
@@ -253,8 +260,9 @@ class _Pending:
     def body(self) -> str:
         return self.text[self.match.end() - self.match.start() :]
 
-    def _quality(self, text: str) -> tuple[int, int, int]:
-        """(fields read, fields shown whole, -problems), leaving out a last label cut short."""
+    def _quality(self, text: str) -> tuple[int, int, int, int]:
+        """(-problems, fields read, fields shown whole, values and list items), leaving out
+        a last label cut short."""
         d = self.anchor.definitions[0]
         body = text[self.match.end() - self.match.start() :]
         head, sep, last = body.rpartition(",")
@@ -262,24 +270,19 @@ class _Pending:
             body = head
         reading = read_fields(d, body)
         return (
+            -len(reading.problems),
             len(reading.values) + (reading.dropped is not None),
             reading.whole,
-            -len(reading.problems),
+            body.count(","),
         )
 
     def closed(self) -> bool:
-        """Complete: its terminal field is there, or its last field shows it is whole."""
+        """Complete: its terminal field is there (and nothing trails it)."""
         d = self.anchor.definitions[0]
         body = self.body.rstrip()
         if body.endswith((",", ":")):
             return False
-        if d.terminal is not None and d.terminal.search(body) is not None:
-            return True
-        if d.ends_with is not None and (
-            d.ends_with_when is None or d.ends_with_when.match(body) is not None
-        ):
-            return False  # its last field is still to come
-        return read_fields(d, body).ends_whole
+        return d.terminal is not None and d.terminal.search(body) is not None
 
     def take(self, text: str, line: int) -> bool:
         """Append ``text`` (the next physical line) when it reads as the rest of this record:
@@ -290,16 +293,14 @@ class _Pending:
         stripped = text.strip()
         if not stripped:
             return False
-        joined = self.text.rstrip()
+        base = self.text.rstrip()
+        candidates = [base + stripped]
         head = _LABEL_HEAD.match(stripped)
-        if head and d.field_for(head.group(1)) and not joined.endswith(","):
-            joined += ", "  # a fragment's next line starts a field of its own
-        joined += stripped
-        before, after = self._quality(self.text), self._quality(joined)
-        if after[2] < before[2]:
-            return False
-        more_list = d.list_tail and is_list_continuation(stripped) and after[0] >= before[0]
-        if not (more_list or after[:2] > before[:2]):
+        if head and d.field_for(head.group(1)) and not base.endswith(","):
+            candidates.append(base + ", " + stripped)  # a fragment's next line: a new field
+        after, joined = max((self._quality(c), c) for c in candidates)
+        before = self._quality(self.text)
+        if after[0] < before[0] or after[1:] <= before[1:]:
             return False
         self.text = joined
         self.end_line = line
@@ -317,15 +318,38 @@ class _PendingConfig:
         self.lines = 1
 
     def open(self) -> bool:
-        rest = self.text.rstrip()
-        return bool(rest) and (
-            (not balanced_prefix(rest)[1] and rest[0] in "{([") or rest.endswith(",")
-        )
+        """A dict or repr still open, or a value that the line end may have cut."""
+        if self.defn.parse:
+            return True  # whether the next line is more of it, its keys tell
+        return self.lines == 1 and self.match.end() >= len(self.match.string.rstrip())
+
+    def _keys(self, text: str) -> int:
+        read = parse_python_dict if self.defn.parse == "python_dict" else parse_key_values
+        return len(read(text))
 
     def take(self, text: str) -> bool:
         if self.lines >= MAX_WRAPPED_LINES * 4 or not self.open():
             return False
-        self.text = self.text.rstrip() + text.strip()
+        stripped = text.strip()
+        if self.defn.parse:
+            joined = self.text.rstrip() + stripped
+            if (
+                not is_open(self.match.group(0) + self.text)
+                and not _REPR_LIKE.match(stripped)
+                and self._keys(joined) <= self._keys(self.text)
+            ):
+                return False
+        else:
+            if not stripped or len(stripped) > 80 or any(c.isspace() for c in stripped):
+                return False
+            assert self.defn.anchor is not None
+            longer = self.defn.anchor.match(
+                self.match.string.rstrip() + stripped, self.match.start()
+            )
+            if longer is None:
+                return False
+            self.match = longer
+        self.text = self.text.rstrip() + stripped
         self.lines += 1
         return True
 
@@ -419,6 +443,7 @@ class LineParser:
                 self._pending is None
                 and self._held is None
                 and self._block is None
+                and self._config_pending is None
                 and not self.grammar.interesting(part)
             ):
                 continue
@@ -649,7 +674,7 @@ class LineParser:
             if m is None:
                 continue
             pending = _PendingConfig(defn, m, text[m.end() :], piece, line)
-            if defn.parse and pending.open():
+            if pending.open():
                 self._config_pending = pending  # a dict wrapped over several lines
             else:
                 self._config(defn, m, pending.text, piece, line)
@@ -664,7 +689,8 @@ class LineParser:
     def _finish_config(self) -> None:
         pending, self._config_pending = self._config_pending, None
         if pending is not None:
-            self._config(pending.defn, pending.match, pending.text, pending.piece, pending.line)
+            rest = pending.text if pending.defn.parse else ""
+            self._config(pending.defn, pending.match, rest, pending.piece, pending.line)
 
     def _config(
         self, defn: Definition, m: regex.Match[str], rest: str, piece: _Piece, line: int

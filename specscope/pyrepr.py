@@ -69,6 +69,29 @@ def balanced_prefix(text: str) -> tuple[str, bool]:
     return text, False
 
 
+def is_open(text: str) -> bool:
+    """Does ``text`` stop inside a bracket or a quote, or right after a comma?"""
+    depth = 0
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c in _OPEN:
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return depth > 0 or quote is not None or text.rstrip().endswith(",")
+
+
 def literal(text: str) -> Any:
     """The Python literal ``text`` stands for, or the text itself when it is not one."""
     text = text.strip()
@@ -134,4 +157,11 @@ def _split_once(item: str, sep: str) -> tuple[str, str, str]:
     return item, "", ""
 
 
-__all__ = ["balanced_prefix", "literal", "parse_key_values", "parse_python_dict", "split_top_level"]
+__all__ = [
+    "balanced_prefix",
+    "is_open",
+    "literal",
+    "parse_key_values",
+    "parse_python_dict",
+    "split_top_level",
+]
