@@ -68,17 +68,17 @@ def _from_json(text: str) -> CleanLine | None:
 
 def clean_line(raw: str) -> CleanLine:
     """The text of one physical line (already split at ``\\r``) without its wrappings."""
-    text = raw
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "[" in text and "m" in text:
-        text = _BARE_SGR.sub("", text)
-    stripped = text.strip()
+    stripped = raw.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         parsed = _from_json(stripped)
         if parsed is not None:
             inner = clean_line(parsed.text)
             return CleanLine(inner.text, parsed.year or inner.year)
+    text = raw
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "[" in text and "m" in text:
+        text = _BARE_SGR.sub("", text)
     year = None
     for _ in range(6):
         m = _PREFIXES.match(text)

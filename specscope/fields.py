@@ -129,7 +129,11 @@ def read_fields(defn: Definition, body: str) -> Reading:
             continue  # the first of two synonyms wins
         last = i == len(pairs) - 1
         whole = spec.complete is None or _whole(spec.complete, raw.strip())
-        if spec.complete is not None and spec.complete.fullmatch(raw.strip()):
+        if (
+            spec.complete is not None
+            and "list" not in spec.type  # a list grows item by item; its items are counted
+            and spec.complete.fullmatch(raw.strip())
+        ):
             reading.whole += 1
         if last:
             reading.ends_whole = (

@@ -21,10 +21,13 @@ from specscope.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
 from specscope.fields import Reading, is_list_continuation, read_block, read_fields
 from specscope.pyrepr import is_open, parse_key_values, parse_python_dict
 
-MAX_WRAPPED_LINES = 8
+MAX_WRAPPED_LINES = 32  # a record wrapped at 40 columns takes about ten
+_HOLD_MAX = 4096  # a held line longer than this is fed as it is
 _UNFINISHED_HEADER = regex.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d[-\d\s:]*(?:\[?[\w./-]*(?::\d*)?)?$"
 )
+# The rest of a one-word value cut by a line end (a version, a model path), not a word.
+_TOKEN_TAIL = regex.compile(r"[a-z0-9._/-]|\S*[0-9./-]")
 # More of a repr cut by a line end: white space only after commas (prose has it elsewhere).
 _REPR_LIKE = regex.compile(r"\S*(?:,\s+\S*)*$")
 _LABEL_HEAD = regex.compile(r"\s*([A-Za-z][A-Za-z0-9 _/()%.-]{0,60}?)\s*:")
@@ -126,12 +129,22 @@ class Grammar:
             )
         )
         self.definitions = defs
+        # Proper prefixes of the literals (one letter only for capitals: words end in
+        # small letters all the time).
+        self._prefixes = {
+            lit[:j] for lit in self.literals for j in range(1 if lit[:1].isupper() else 2, len(lit))
+        }
+        self._longest = max((len(p) for p in self._prefixes), default=0)
 
     def interesting(self, line: str) -> bool:
         """Could this line hold anything? (A cheap test before any regex runs.)"""
         if self.always or "pid=" in line:
             return True
-        return any(lit in line for lit in self.literals)
+        return any(lit in line for lit in self.literals) or self.ends_in_literal(line)
+
+    def ends_in_literal(self, line: str) -> bool:
+        """Does the line stop in the middle of a literal (a narrow terminal's wrap)?"""
+        return any(line[-j:] in self._prefixes for j in range(1, min(self._longest, len(line)) + 1))
 
     def _marks(self, text: str) -> list[regex.Match[str]]:
         return (
@@ -144,18 +157,18 @@ class Grammar:
         """``held + text`` when the two are one line that a narrow terminal broke: an
         envelope or anchor runs across the break, or an envelope ends the first and an
         anchor starts the second."""
-        if self.envelopes_in(text[:80]) and self.envelopes_in(text[:80])[0].start() == 0:
-            return None
-        joined = held + text
-        starts = {m.start() for m in self._marks(held)}
-        if any(
-            m.start() < len(held) < m.end() + 2 and m.start() not in starts
-            for m in self._marks(joined)
-        ):
-            return joined
+        head = self.envelopes_in(text[:80])
         envs = self.envelopes_in(held)
-        if envs and envs[-1].end() >= len(held.rstrip()) and self._marks(text.lstrip()[:80]):
-            return held.rstrip() + " " + text.lstrip()
+        ends_in_envelope = bool(envs) and envs[-1].end() >= len(held.rstrip())
+        if head and head[0].start() == 0 and not ends_in_envelope:
+            return None  # the next line is a line of its own
+        joined = held + text
+        spans = {m.span() for m in self._marks(held)}
+        if any(m.start() < len(held) and m.span() not in spans for m in self._marks(joined)):
+            return joined
+        starts_with_envelope = bool(head) and head[0].start() == 0
+        if ends_in_envelope and not starts_with_envelope and self._marks(text.lstrip()[:80]):
+            return held.rstrip() + " " + text.lstrip()  # a header, then its message
         return None
 
     def unfinished(self, text: str) -> bool:
@@ -167,14 +180,16 @@ class Grammar:
         envs = self.envelopes_in(tail)
         if envs and envs[-1].end() >= len(tail.rstrip()):
             return True  # a header with its message on the next line
+        offset = len(text) - len(tail)
+        marks: list[regex.Match[str]] | None = None
         for literal in self.anchor_literals:
             at = tail.rfind(literal)
-            if at >= 0 and not self.anchors_in(tail[at:]):
-                return True
-            for j in range(min(len(literal) - 1, len(tail)), 0, -1):
-                if tail.endswith(literal[:j]):
-                    return True
-        return False
+            if at < 0:
+                continue
+            marks = self._marks(text) if marks is None else marks
+            if not any(m.start() <= offset + at < max(m.end(), m.start() + 1) for m in marks):
+                return True  # the opening words of a record, not yet all there
+        return self.ends_in_literal(tail)
 
     def envelopes_in(self, text: str) -> list[regex.Match[str]]:
         found: list[regex.Match[str]] = []
@@ -260,9 +275,9 @@ class _Pending:
     def body(self) -> str:
         return self.text[self.match.end() - self.match.start() :]
 
-    def _quality(self, text: str) -> tuple[int, int, int, int]:
-        """(-problems, fields read, fields shown whole, values and list items), leaving out
-        a last label cut short."""
+    def _quality(self, text: str) -> tuple[int, int, int, int, int]:
+        """(-problems, fields, fields not cut short, fields shown whole, values and list
+        items), leaving out a last label cut short."""
         d = self.anchor.definitions[0]
         body = text[self.match.end() - self.match.start() :]
         head, sep, last = body.rpartition(",")
@@ -272,6 +287,7 @@ class _Pending:
         return (
             -len(reading.problems),
             len(reading.values) + (reading.dropped is not None),
+            len(reading.values),
             reading.whole,
             body.count(","),
         )
@@ -340,7 +356,12 @@ class _PendingConfig:
             ):
                 return False
         else:
-            if not stripped or len(stripped) > 80 or any(c.isspace() for c in stripped):
+            if (
+                not stripped
+                or len(stripped) > 80
+                or any(c.isspace() for c in stripped)
+                or not _TOKEN_TAIL.match(stripped)
+            ):
                 return False
             assert self.defn.anchor is not None
             longer = self.defn.anchor.match(
@@ -472,7 +493,11 @@ class LineParser:
             self._held = None
             joined = self.grammar.join_if_wrapped(held_text, text)
             if joined is not None:
-                self._feed_part(held_line, joined, held_year or year)
+                # The joined line may still stop inside the next envelope or anchor.
+                if len(joined) < _HOLD_MAX and self.grammar.unfinished(joined):
+                    self._held = (held_line, joined, held_year or year)
+                else:
+                    self._feed_part(held_line, joined, held_year or year)
                 return
             self._feed_part(held_line, held_text, held_year)
         if self.grammar.unfinished(text):
