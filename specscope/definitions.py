@@ -54,6 +54,7 @@ class Sample:
     run: Mapping[str, Any] | None = None
     expect: Mapping[str, Any] | None = None
     runs: int | None = None  # how many runs the sample holds
+    table: str | None = None  # the table `records` are rows of (default: the definition's)
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def _samples(raw: Sequence[Mapping[str, Any]], where: str) -> tuple[Sample, ...]
                 run=s.get("run"),
                 expect=s.get("expect"),
                 runs=s.get("runs"),
+                table=s.get("table"),
             )
         )
     return tuple(out)

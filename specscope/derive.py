@@ -98,6 +98,42 @@ def fill_drafts(row: Row) -> None:
         ]
 
 
+def vllm_v0_spec_decode(row: Row) -> Row:
+    """V0 drafts k tokens per sequence and step: drafts = draft tokens / k. The rate and
+    mean length are the interval's, from the (delta) counts; the printed rate is since
+    the engine started and is not kept."""
+    row.pop("printed_cumulative_rate", None)
+    fill_drafts(row)
+    accepted, draft_tokens, drafts = (
+        row.get("accepted_tokens"),
+        row.get("draft_tokens"),
+        row.get("drafts"),
+    )
+    if accepted is not None and draft_tokens:
+        row["acceptance_rate"] = accepted / draft_tokens
+    if accepted is not None and drafts:
+        row["mean_acceptance_length"] = 1 + accepted / drafts
+    return row
+
+
+def spec_from_drafts(row: Row) -> Row:
+    """Blocks that print drafts and a per-position list (bench, offline example): k is the
+    list's length, the per-position counts are rate times drafts."""
+    rates = row.get("per_position_rate")
+    if rates:
+        row["k"] = len(rates)
+    fill_drafts(row)
+    accepted, draft_tokens = row.get("accepted_tokens"), row.get("draft_tokens")
+    if row.get("acceptance_rate") is None and accepted is not None and draft_tokens:
+        row["acceptance_rate"] = accepted / draft_tokens
+    return row
+
+
+def bench_serving(row: Row) -> Row:
+    row["speculative"] = row.get("acceptance_length") is not None
+    return row
+
+
 def vllm_engine_stats(row: Row) -> Row:
     for column in ("engine", "engines_aggregated"):
         if row.get(column) is not None:
@@ -204,6 +240,9 @@ def vllm_model_startup(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
 
 RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "vllm_v1_spec_decode": vllm_v1_spec_decode,
+    "vllm_v0_spec_decode": vllm_v0_spec_decode,
+    "spec_from_drafts": spec_from_drafts,
+    "bench_serving": bench_serving,
     "vllm_engine_stats": vllm_engine_stats,
 }
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {

@@ -63,6 +63,7 @@ class Run:
     starts_seen: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     last_seen: Envelope | None = None  # the last envelope with a timestamp
+    from_block: bool = False  # opened by a result block (bench output), not a server log
     # The last telemetry record of each process: the spec line follows its engine's line.
     last_record: dict[tuple[str | None, int | None], tuple[str, Row]] = field(default_factory=dict)
 
@@ -394,6 +395,11 @@ class _Block:
         self.end_line = line
         self.ended = False
 
+    def repeats(self, text: str) -> bool:
+        """Does ``text`` say again what the block already said (the next block)?"""
+        said = read_block(self.defn, "\n".join(self.lines)).values
+        return bool(said.keys() & read_block(self.defn, text).values.keys())
+
     def take(self, text: str, line: int) -> bool:
         d = self.defn
         if self.ended or len(self.lines) >= self.MAX_LINES:
@@ -426,8 +432,10 @@ class LineParser:
 
     # -- runs ------------------------------------------------------------------------------
 
-    def _current_run(self, line: int) -> Run:
-        if self._run is None:
+    def _current_run(self, line: int, block: bool = False) -> Run:
+        """The run a record at ``line`` belongs to. A run that a result block opened
+        (bench output) takes no server log lines after it: those are another source."""
+        if self._run is None or (self._run.from_block and not block):
             self._new_run(line)
         assert self._run is not None
         self._run.last_line = max(self._run.last_line, line)
@@ -478,7 +486,7 @@ class LineParser:
         next line shows whether the two are one line wrapped (a narrow terminal)."""
         if self._block is not None:
             start = self.grammar.block_start(text)
-            if start is None and self._block.take(text, line):
+            if (start is None or not self._block.repeats(text)) and self._block.take(text, line):
                 if self._block.ended:
                     self._finish_block()
                 return
@@ -600,7 +608,10 @@ class LineParser:
             return
         text = "\n".join(block.lines)
         origin = _Origin(block.line, block.end_line, None)
-        reason = self._accept(block.defn, origin, read_block(block.defn, text), {})
+        reading = read_block(block.defn, text)
+        if not reading.values:
+            return  # a title line and nothing under it
+        reason = self._accept(block.defn, origin, reading, {})
         if reason is not None:
             self.skipped.append(Skip(block.line, reason, text[:300]))
 
@@ -623,7 +634,11 @@ class LineParser:
             needed = defn.required_for.get(table, ())
             if not rows[table] or any(rows[table].get(c) is None for c in needed):
                 del rows[table]
-        run = self._current_run(origin.line)
+        if defn.starts_run and self._run is not None and self._run.counts:
+            self._new_run(origin.line)
+        run = self._current_run(origin.line, block=defn.kind == "block")
+        run.from_block = run.from_block or (defn.kind == "block" and not run.procs)
+        run.last_line = max(run.last_line, origin.end_line)
         key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
         if defn.attach_to:
             target = run.last_record.get(key)
@@ -632,8 +647,6 @@ class LineParser:
             for column, value in rows[tables[0]].items():
                 target[1].setdefault(column, value)
             return None
-        if defn.starts_run and run.counts:
-            run = self._new_run(origin.line)
         if defn.starts_run:
             run.starts_seen.add(defn.name)
         # Stats before spec: a line that is both (SGLang) is its own engine-stats record.

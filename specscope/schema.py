@@ -65,6 +65,7 @@ ENGINE_STATS = pa.schema(
         pa.field("kv_cache_device", pa.string()),  # GPU, XPU, ...
         pa.field("cpu_kv_cache_usage", pa.float64()),  # V0
         pa.field("prefix_cache_hit_rate", pa.float64()),  # fraction 0-1
+        pa.field("cpu_prefix_cache_hit_rate", pa.float64()),  # V0
         pa.field("external_prefix_cache_hit_rate", pa.float64()),
         pa.field("mm_cache_hit_rate", pa.float64()),
         pa.field("problems", pa.string()),
@@ -81,6 +82,38 @@ EVENTS = pa.schema(
         pa.field("code", pa.string()),  # stable short code detectors key on
         pa.field("message", pa.string()),
         pa.field("detail", pa.string()),  # JSON of what the pattern captured
+    ]
+)
+
+BENCH = pa.schema(
+    [
+        *_where,
+        pa.field("end_line", pa.int64()),
+        pa.field("run_id", pa.string()),
+        pa.field("format", pa.string()),
+        pa.field("backend", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("successful_requests", pa.int64()),
+        pa.field("failed_requests", pa.int64()),
+        pa.field("max_concurrency", pa.float64()),
+        pa.field("request_rate", pa.float64()),  # configured, requests/s (inf: all at once)
+        pa.field("duration_s", pa.float64()),
+        pa.field("total_input_tokens", pa.int64()),
+        pa.field("total_generated_tokens", pa.int64()),
+        pa.field("request_throughput", pa.float64()),  # req/s
+        pa.field("output_throughput", pa.float64()),  # tok/s
+        pa.field("peak_output_throughput", pa.float64()),
+        pa.field("peak_concurrent_requests", pa.float64()),
+        pa.field("total_token_throughput", pa.float64()),
+        *[
+            pa.field(f"{stat}_{metric}_ms", pa.float64())
+            for metric in ("ttft", "tpot", "itl", "e2el")
+            for stat in ("mean", "median", "p99")
+        ],
+        pa.field("speculative", pa.bool_()),  # the block had a spec-decode section
+        pa.field("acceptance_length", pa.float64()),  # as printed (SGLang's "Accept length")
+        pa.field("problems", pa.string()),
+        pa.field("extra", pa.string()),
     ]
 )
 
@@ -147,6 +180,7 @@ SOURCES = pa.schema(
         pa.field("stats_records", pa.int64()),
         pa.field("runs", pa.int64()),
         pa.field("events", pa.int64()),
+        pa.field("bench_records", pa.int64()),
         pa.field("skipped_lines", pa.int64()),
         pa.field("ingest_id", pa.string()),  # the last ingest that wrote this source
         pa.field("ingested_at", pa.timestamp("ms")),
@@ -158,12 +192,14 @@ TABLES: dict[str, pa.Schema] = {
     "engine_stats": ENGINE_STATS,
     "runs": RUNS,
     "events": EVENTS,
+    "bench": BENCH,
     "sources": SOURCES,
 }
-PARTITIONED = ("spec_decode", "engine_stats", "runs", "events")
+PARTITIONED = ("spec_decode", "engine_stats", "runs", "events", "bench")
 CONFIG_COLUMNS = tuple(f.name for f in RUN_CONFIG)
 
 __all__ = [
+    "BENCH",
     "CONFIG_COLUMNS",
     "ENGINE_STATS",
     "EVENTS",

@@ -106,9 +106,17 @@ class Store:
             if name in PARTITIONED:
                 empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
             return empty.lazy()
+        want = _polars_schema(name)
         frames = []
         for f in files:
             lf = pl.scan_parquet(f)
+            # A file written before a column was added lacks it: it reads as null.
+            have = lf.collect_schema().names()
+            lf = lf.with_columns(
+                pl.lit(None, dtype).alias(column)
+                for column, dtype in want.items()
+                if column not in have
+            ).select(list(want))
             if name in PARTITIONED:
                 lf = lf.with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("source_id"))
             frames.append(lf)
@@ -198,6 +206,12 @@ class Store:
                 for p in root.rglob("*.parquet"):
                     if p not in keep:
                         p.unlink(missing_ok=True)
+
+
+def _polars_schema(name: str) -> pl.Schema:
+    empty = pl.from_arrow(TABLES[name].empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return empty.schema
 
 
 def _ingest_of(path: Path) -> str:

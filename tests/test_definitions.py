@@ -60,7 +60,7 @@ def test_sample(defn, sample):
     result = parse_text(sample.text, GRAMMAR)
     assert not result.skipped, f"{where}: skipped {result.skipped}"
     if sample.records:
-        rows = result.tables.get(defn.table or defn.name, [])
+        rows = result.tables.get(sample.table or defn.table or defn.name, [])
         assert len(rows) == len(sample.records), f"{where}: {len(rows)} records"
         for row, expected in zip(rows, sample.records, strict=True):
             _check(row, dict(expected), where)
