@@ -33,6 +33,9 @@ _METHOD_ALIASES = {
     "dflash": "dflash",
     "suffix": "suffix",
     "mtp": "mtp",
+    "nextn": "mtp",  # SGLang's name for MTP heads
+    "standalone": "draft_model",  # SGLang
+    "lookahead": "ngram",
 }
 # How the drafter proposes: a chain conditions each token on the previous draft tokens,
 # a block proposes all k at once, a lookup copies from the context.
@@ -212,6 +215,22 @@ def vllm_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     return out
 
 
+def sglang_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
+    """SGLang's ServerArgs: the method is `speculative_algorithm`, k is the number of draft
+    steps, and prefix caching is the radix cache unless disabled."""
+    said = dict(said)
+    algorithm = said.pop("speculative_algorithm", None)
+    disable_radix = said.pop("disable_radix_cache", None)
+    out = vllm_config(said, run)
+    if algorithm not in (None, "None"):
+        out["spec_method_raw"] = str(algorithm)
+        out["spec_method"] = normalise_method(algorithm)
+    if isinstance(disable_radix, bool):
+        out["enable_prefix_caching"] = not disable_radix
+    out["server"] = "sglang"
+    return out
+
+
 def vllm_model_startup(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     """The first 'Resolved architecture' and 'max model len' are the target's, the next the
     drafter's; 'Detected MTP model' names the method, 'Detected EAGLE model' only the loader
@@ -248,6 +267,7 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
     "vllm_config": vllm_config,
     "vllm_model_startup": vllm_model_startup,
+    "sglang_config": sglang_config,
 }
 
 __all__ = [

@@ -98,6 +98,8 @@ class Reading:
     dropped: str | None = None  # the last field, left out because it may be cut short
     ends_whole: bool = False  # the last field is a value that shows it is complete
     whole: int = 0  # fields whose value shows it is complete
+    items: int = 0  # entries of the list values read
+    chars: int = 0  # characters of the values read (known fields only)
 
     @property
     def notes(self) -> list[str]:
@@ -148,12 +150,18 @@ def read_fields(defn: Definition, body: str) -> Reading:
         ):
             reading.cut = True
             reading.dropped = f"{spec.label}: cut off at {raw[-20:]!r}"
+            reading.chars += len(raw.strip())
+            if "list" in spec.type:
+                reading.items += len([x for x in raw.split(",") if x.strip()])
             continue
         try:
             values[spec.column] = convert(spec, raw)
         except FieldValueError as exc:
             problems.append(f"{spec.label}: {exc}")
             continue
+        reading.chars += len(raw.strip())
+        if isinstance(values[spec.column], list):
+            reading.items += len(values[spec.column])
         for column, value in spec.set.items():
             values.setdefault(column, value)
     reading.cut = reading.cut or cut_off

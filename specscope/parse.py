@@ -259,6 +259,8 @@ class _Piece:
     has_env: bool  # the envelope starts this piece (rather than an earlier one on the line)
     anchor: tuple[regex.Match[str], _Anchor] | None
     headless: bool
+    start: int = 0  # where the piece is in its logical line
+    end: int = 0
 
 
 class _Pending:
@@ -276,7 +278,7 @@ class _Pending:
     def body(self) -> str:
         return self.text[self.match.end() - self.match.start() :]
 
-    def _quality(self, text: str) -> tuple[int, int, int, int, int]:
+    def _quality(self, text: str) -> tuple[int, int, int, int, int, int]:
         """(-problems, fields, fields not cut short, fields shown whole, values and list
         items), leaving out a last label cut short."""
         d = self.anchor.definitions[0]
@@ -290,7 +292,8 @@ class _Pending:
             len(reading.values) + (reading.dropped is not None),
             len(reading.values),
             reading.whole,
-            body.count(","),
+            reading.items,
+            reading.chars,  # a number whose last digits came on the next line
         )
 
     def closed(self) -> bool:
@@ -310,6 +313,10 @@ class _Pending:
         stripped = text.strip()
         if not stripped:
             return False
+        if stripped == ",":  # the separator before a field that comes next
+            self.text = self.text.rstrip() + ", "
+            self.end_line = line
+            return True
         base = self.text.rstrip()
         candidates = [base + stripped]
         head = _LABEL_HEAD.match(stripped)
@@ -424,7 +431,8 @@ class LineParser:
         self.lines = 0
         self.telemetry_lines = 0
         self._pending: _Pending | None = None
-        self._held: tuple[int, str, int | None] | None = None
+        # A line that may go on on the next one: (line, text, year, where lines begin).
+        self._held: tuple[int, str, int | None, Breaks] | None = None
         self._block: _Block | None = None
         self._config_pending: _PendingConfig | None = None
         self._cumulative: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -491,45 +499,55 @@ class LineParser:
                     self._finish_block()
                 return
             self._finish_block()
-        if (start := self.grammar.block_start(text)) is not None:
+        start = self.grammar.block_start(text)
+        if self._held is not None:
+            held_line, held_text, held_year, breaks = self._held
+            self._held = None
+            joined = None if start else self.grammar.join_if_wrapped(held_text, text)
+            if joined is not None:
+                breaks = (*breaks, (len(joined) - len(text.lstrip()), line))
+                # The joined line may still stop inside the next envelope or anchor.
+                if len(joined) < _HOLD_MAX and self.grammar.unfinished(joined):
+                    self._held = (held_line, joined, held_year or year, breaks)
+                else:
+                    self._feed_part(held_line, joined, held_year or year, breaks)
+                return
+            self._feed_part(held_line, held_text, held_year, breaks)
+        if start is not None:
             self._finish_pending()
             defn, m = start
             self._block = _Block(defn, text[m.start() :], line)
             return
-        if self._held is not None:
-            held_line, held_text, held_year = self._held
-            self._held = None
-            joined = self.grammar.join_if_wrapped(held_text, text)
-            if joined is not None:
-                # The joined line may still stop inside the next envelope or anchor.
-                if len(joined) < _HOLD_MAX and self.grammar.unfinished(joined):
-                    self._held = (held_line, joined, held_year or year)
-                else:
-                    self._feed_part(held_line, joined, held_year or year)
-                return
-            self._feed_part(held_line, held_text, held_year)
         if self.grammar.unfinished(text):
-            self._held = (line, text, year)
+            self._held = (line, text, year, ((0, line),))
             return
         self._feed_part(line, text, year)
 
     def _pieces(self, text: str, year: int | None) -> Iterator[_Piece]:
         envs = self.grammar.envelopes_in(text)
         starts = [m.start() for m in envs]
-        segments: list[tuple[Envelope | None, int, int]] = []
+        segments: list[tuple[Envelope | None, int, int, int]] = []
         if not envs or starts[0] > 0:
-            segments.append((None, 0, starts[0] if envs else len(text)))
+            segments.append((None, 0, 0, starts[0] if envs else len(text)))
         for i, m in enumerate(envs):
             end = starts[i + 1] if i + 1 < len(envs) else len(text)
-            segments.append((_envelope(m, year), m.end(), end))
+            segments.append((_envelope(m, year), m.start(), m.end(), end))
         first = True
-        for env, start, end in segments:
+        for env, head, start, end in segments:
             body = text[start:end]
             anchors = self.grammar.anchors_in(body)
             cuts = [m.start() for m, _ in anchors]
             if not anchors or cuts[0] > 0:
                 lead = body[: cuts[0]] if anchors else body
-                yield _Piece(lead, env, env is not None, None, first and env is None)
+                yield _Piece(
+                    lead,
+                    env,
+                    env is not None,
+                    None,
+                    first and env is None,
+                    head,
+                    start + len(lead),
+                )
             for i, (m, a) in enumerate(anchors):
                 stop = cuts[i + 1] if i + 1 < len(anchors) else len(body)
                 # Re-match on the piece so that the match positions are relative to it.
@@ -541,13 +559,24 @@ class LineParser:
                     env is not None and i == 0 and cuts[0] == 0,
                     (rm or m, a),
                     False,
+                    head if i == 0 and cuts[0] == 0 else start + m.start(),
+                    start + stop,
                 )
             first = False
 
-    def _feed_part(self, line: int, text: str, year: int | None) -> None:
+    def _feed_part(
+        self, line: int, text: str, year: int | None, breaks: Breaks | None = None
+    ) -> None:
+        """Feed one logical line; ``breaks`` says at which offsets physical lines began
+        when it was joined from several."""
+        breaks = breaks or ((0, line),)
         for piece in self._pieces(text, year):
+            last = _line_at(breaks, max(piece.start, piece.end - 1))
+            line = _line_at(breaks, piece.start)
             if piece.has_env and piece.env is not None:
                 self._see_process(piece.env, line)
+            if piece.anchor is None and not piece.has_env and not piece.text.strip():
+                continue  # white space before a record on the same line
             headless = piece.headless and piece.anchor is None
             if headless and self._config_pending is not None:
                 if self._config_pending.take(piece.text):
@@ -559,12 +588,13 @@ class LineParser:
             if (
                 (headless or fragment)
                 and self._pending is not None
-                and self._pending.take(piece.text, line)
+                and self._pending.take(piece.text, last)
             ):
                 continue
             if piece.anchor is not None:
                 self._finish_pending()
                 self._pending = _Pending(piece, line)
+                self._pending.end_line = last
                 continue
             self._finish_pending()
             self._other(piece, line)
@@ -600,7 +630,9 @@ class LineParser:
             if reason is None:
                 return
             reasons.append(reason)
-        self.skipped.append(Skip(pending.line, reasons[0], pending.text[:300]))
+        if any(reasons):
+            reason = next(r for r in reasons if r)
+            self.skipped.append(Skip(pending.line, reason, pending.text[:300]))
 
     def _finish_block(self) -> None:
         block, self._block = self._block, None
@@ -621,7 +653,7 @@ class LineParser:
         """Store what a record said; the reason it cannot be stored otherwise."""
         values: Row = {**groups, **reading.values}
         if len(reading.values) < defn.min_fields:
-            return f"{defn.title} with too few fields to be a record"
+            return ""  # a label or two in prose, not a record: nothing to report
         missing = [c for c in defn.required if values.get(c) is None]
         if missing:
             return f"{defn.title} without {', '.join(_labels_of(defn, missing))}"
@@ -776,6 +808,18 @@ class LineParser:
         self._stamp(row, piece.env)
         run.counts["events"] = run.counts.get("events", 0) + 1
         self._emit("events", row)
+
+
+Breaks = tuple[tuple[int, int], ...]  # (offset in a joined line, physical line number)
+
+
+def _line_at(breaks: Breaks, offset: int) -> int:
+    line = breaks[0][1]
+    for start, number in breaks:
+        if start > offset:
+            break
+        line = number
+    return line
 
 
 _GAP_S = 6 * 3600

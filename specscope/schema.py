@@ -37,6 +37,7 @@ SPEC_DECODE = pa.schema(
         pa.field("emitted_tokens", pa.int64()),  # V0 only
         pa.field("system_efficiency", pa.float64()),  # V0 only
         pa.field("counts", pa.string()),  # 'interval' (reset each record) or how deltas were made
+        pa.field("reported_rate", pa.float64()),  # a rate whose meaning varies (SGLang)
         pa.field("partial", pa.bool_()),  # a fragment: some fields were missing or unreadable
         pa.field("stats_line", pa.int64()),  # line of the engine_stats record it follows
         pa.field("problems", pa.string()),  # fields that did not read, and why
