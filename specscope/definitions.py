@@ -19,7 +19,7 @@ import regex
 
 from specscope.errors import DefinitionError
 
-KINDS = ("envelope", "fields", "block", "config", "event")
+KINDS = ("envelope", "fields", "block", "json", "config", "event")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
 COUNTS = ("interval", "cumulative")
 PARSE_MODES = ("python_dict", "key_value", None)
@@ -83,6 +83,7 @@ class Definition:
     fragment: bool = False  # a piece of a record as people paste it: marked partial
     end: regex.Pattern[str] | None = None  # blocks: the line that closes one
     continues: regex.Pattern[str] | None = None  # blocks: lines that carry no field but belong
+    match_keys: tuple[str, ...] = ()  # json: the keys that make an object one of these
     parse: str | None = None
     starts_run: bool | str = False  # True, or "after_records": only once the run has records
     fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # keyed by squashed label
@@ -206,6 +207,8 @@ def load_definition(path: Path) -> Definition:
     pattern = raw.get("pattern")
     if kind in ("fields", "block", "config") and not anchor:
         raise DefinitionError(f"{where}: a {kind} definition needs an anchor")
+    if kind == "json" and not raw.get("match_keys"):
+        raise DefinitionError(f"{where}: a json definition needs match_keys")
     if kind == "envelope" and not pattern:
         raise DefinitionError(f"{where}: an envelope definition needs a pattern")
     return Definition(
@@ -235,6 +238,7 @@ def load_definition(path: Path) -> Definition:
         fragment=bool(raw.get("fragment", False)),
         end=_compile(raw["end"], flags, where) if raw.get("end") else None,
         continues=_compile(raw["continues"], flags, where) if raw.get("continues") else None,
+        match_keys=tuple(raw.get("match_keys", ())),
         parse=raw.get("parse"),
         starts_run=raw.get("starts_run", False),
         fields=fields,

@@ -228,6 +228,21 @@ def read_block(defn: Definition, text: str) -> Reading:
     return reading
 
 
+def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
+    """Read a JSON object (a saved benchmark result) by its keys."""
+    reading = Reading()
+    for spec in defn.fields.values():
+        if spec.label not in obj or obj[spec.label] is None:
+            continue
+        value = obj[spec.label]
+        raw = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        try:
+            reading.values[spec.column] = convert(spec, raw)
+        except FieldValueError as exc:
+            reading.problems.append(f"{spec.label}: {exc}")
+    return reading
+
+
 _MORE_OF_IT = regex.compile(r"(?:\s*,\s*(?:\d|nan)|\.?\d)", regex.I)
 
 
@@ -251,5 +266,6 @@ __all__ = [
     "is_list_continuation",
     "read_block",
     "read_fields",
+    "read_json",
     "split_labels",
 ]

@@ -8,6 +8,7 @@ No I/O here: ``parse_lines`` takes ``(line number, text)`` pairs.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,13 @@ import regex
 from specscope.clean import clean_line
 from specscope.definitions import Definition, EventSpec, load_definitions
 from specscope.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
-from specscope.fields import Reading, is_list_continuation, read_block, read_fields
+from specscope.fields import (
+    Reading,
+    is_list_continuation,
+    read_block,
+    read_fields,
+    read_json,
+)
 from specscope.pyrepr import is_open, parse_key_values, parse_python_dict
 
 MAX_WRAPPED_LINES = 32  # a record wrapped at 40 columns takes about ten
@@ -115,6 +122,7 @@ class Grammar:
             for ds in by_anchor.values()
         ]
         self.blocks = [d for d in defs if d.kind == "block"]
+        self.json_docs = [d for d in defs if d.kind == "json"]
         self.configs = [d for d in defs if d.kind == "config"]
         self.events = [e for d in defs if d.kind == "event" for e in d.events]
         literals = {lit for d in defs for lit in d.literals}
@@ -475,6 +483,8 @@ class LineParser:
 
     def feed(self, line: int, raw: str) -> None:
         self.lines = max(self.lines, line)
+        if raw.startswith("{") and self.grammar.json_docs and self.feed_json(line, raw):
+            return
         for part in raw.split("\r"):
             if (
                 self._pending is None
@@ -488,6 +498,26 @@ class LineParser:
             if not cleaned.text.strip():
                 continue
             self._feed_clean(line, cleaned.text, cleaned.year)
+
+    def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:
+        """A JSON document (a saved benchmark result) read as one record; False when
+        ``text`` is not one that a definition knows."""
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return False
+        if not isinstance(obj, dict):
+            return False
+        for defn in self.grammar.json_docs:
+            if all(key in obj for key in defn.match_keys):
+                self._finish_pending()
+                self._finish_block()
+                origin = _Origin(line, end_line or line, None)
+                reason = self._accept(defn, origin, read_json(defn, obj), {})
+                if reason:
+                    self.skipped.append(Skip(line, reason, text[:300]))
+                return True
+        return False
 
     def _feed_clean(self, line: int, text: str, year: int | None) -> None:
         """Hold a line that ends inside a log header or a record's opening words until the
@@ -668,8 +698,8 @@ class LineParser:
                 del rows[table]
         if defn.starts_run and self._run is not None and self._run.counts:
             self._new_run(origin.line)
-        run = self._current_run(origin.line, block=defn.kind == "block")
-        run.from_block = run.from_block or (defn.kind == "block" and not run.procs)
+        run = self._current_run(origin.line, block=defn.kind in ("block", "json"))
+        run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
         run.last_line = max(run.last_line, origin.end_line)
         key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
         if defn.attach_to:
@@ -849,10 +879,24 @@ def _labels_of(defn: Definition, columns: Iterable[str]) -> list[str]:
     return labels
 
 
+_JSON_DOC_LINES = 100_000
+
+
 def parse_lines(lines: Iterable[tuple[int, str]], grammar: Grammar | None = None) -> ParseResult:
     """Parse numbered lines of one source."""
     parser = LineParser(grammar)
-    for number, text in lines:
+    numbered = iter(lines)
+    first = next(numbered, None)
+    if first is None:
+        return parser.finish()
+    head: list[tuple[int, str]] = [first]
+    if first[1].strip() == "{" and parser.grammar.json_docs:
+        # A pretty-printed JSON document (`--save-result` with indent): read it whole.
+        head.extend(itertools.islice(numbered, _JSON_DOC_LINES))
+        text = "\n".join(t for _, t in head)
+        if parser.feed_json(head[0][0], text, head[-1][0]):
+            head = []
+    for number, text in itertools.chain(head, numbered):
         parser.feed(number, text)
     return parser.finish()
 
