@@ -5,7 +5,8 @@
     per-position a_i        = Σ accepted at position i / Σ drafts   (unconditional)
 
 Rows without drafts (a 0.8.3 line with no per-position list and no known k) still count
-in the rate but not in τ or a_i.
+in the rate but not in τ or a_i. Where no row has counts (SGLang prints only each
+interval's mean length) τ is the mean of the printed values, flagged ``estimated``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+
+
+def _sum(column: str) -> pl.Expr:
+    """The sum, or null when no row has the count (not a misleading 0)."""
+    return pl.when(pl.col(column).count() > 0).then(pl.col(column).sum()).alias(column)
 
 
 def weighted_acceptance(
@@ -24,24 +30,44 @@ def weighted_acceptance(
     with_drafts = pl.col("drafts").is_not_null()
     totals = lf.group_by(keys, maintain_order=True).agg(
         pl.len().alias("records"),
-        pl.col("draft_tokens").sum().alias("draft_tokens"),
-        pl.col("accepted_tokens").sum().alias("accepted_tokens"),
-        pl.col("drafts").sum().alias("drafts"),
+        _sum("draft_tokens"),
+        _sum("accepted_tokens"),
+        _sum("drafts"),
         pl.col("accepted_tokens").filter(with_drafts).sum().alias("_acc_with_drafts"),
         pl.col("k").drop_nulls().mode().first().alias("k"),
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
     )
-    totals = totals.with_columns(
-        pl.when(pl.col("draft_tokens") > 0)
-        .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
-        .otherwise(None)
-        .alias("acceptance_rate"),
-        pl.when(pl.col("drafts") > 0)
-        .then(1 + pl.col("_acc_with_drafts") / pl.col("drafts"))
-        .otherwise(None)
-        .alias("mean_acceptance_length"),
-    ).drop("_acc_with_drafts")
+    # Servers that print no counts (SGLang) give only each interval's mean length: their
+    # mean is the one estimate there is, and says so.
+    printed = lf.group_by(keys, maintain_order=True).agg(
+        pl.col("mean_acceptance_length")
+        .filter(pl.col("drafts").is_null())
+        .mean()
+        .alias("_printed_tau"),
+    )
+    totals = totals.join(printed, on=keys, how="left", nulls_equal=True)
+    totals = (
+        totals.with_columns(
+            pl.when(pl.col("draft_tokens") > 0)
+            .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
+            .otherwise(None)
+            .alias("acceptance_rate"),
+            pl.when(pl.col("drafts") > 0)
+            .then(1 + pl.col("_acc_with_drafts") / pl.col("drafts"))
+            .otherwise(None)
+            .alias("mean_acceptance_length"),
+        )
+        .with_columns(
+            (
+                pl.col("mean_acceptance_length").is_null() & pl.col("_printed_tau").is_not_null()
+            ).alias("estimated"),
+        )
+        .with_columns(
+            pl.coalesce("mean_acceptance_length", "_printed_tau").alias("mean_acceptance_length"),
+        )
+        .drop("_acc_with_drafts", "_printed_tau")
+    )
     per_pos = (
         lf.filter(pl.col("accepted_per_pos").is_not_null() & with_drafts)
         .select(

@@ -51,6 +51,7 @@ class RunSummary:
     mean_acceptance_length: float | None
     per_position: list[float | None] | None
     k: int | None
+    estimated: bool = False  # the mean length is a mean of printed means (no counts)
 
 
 @dataclass
@@ -210,11 +211,23 @@ def _ingest_one(
     report = SourceReport(src.display, "grown" if previous else "new", source_id, result.lines)
     report.notes.extend(src.notes)
     spec_rows = result.tables.get("spec_decode", [])
-    if not spec_rows:
-        names = sorted({d.name for d in grammar.definitions if d.kind == "fields"})
+    if not spec_rows and not result.tables.get("bench"):
+        names = sorted(
+            d.name
+            for d in grammar.definitions
+            if d.table in ("spec_decode", "bench")
+            or any(f.table == "spec_decode" for f in d.fields.values())
+        )
+        events = result.tables.get("events", [])
+        held = (
+            f"; it holds {len(events)} events, the first {events[0]['code']} at line "
+            f"{events[0]['line']}"
+            if events
+            else ""
+        )
         raise NoTelemetryError(
-            f"no speculative-decoding telemetry found in {result.lines} lines "
-            f"(formats known: {', '.join(names)}; `specscope formats` shows samples)",
+            f"no speculative-decoding telemetry found in {result.lines} lines{held} "
+            f"(formats known: {', '.join(names)}; `specscope formats --samples` shows them)",
             path=src.display,
         )
     first_year, basis = _finish_rows(
@@ -222,7 +235,7 @@ def _ingest_one(
     )
     runs = _run_rows(result, src.display, source_id, user)
     after = previous["lines"] if previous else 0
-    for table in ("spec_decode", "engine_stats", "events"):
+    for table in ("spec_decode", "engine_stats", "events", "bench"):
         rows = [r for r in result.tables.get(table, []) if r["line"] > after]
         report.added[table] = writer.add(table, source_id, _clean(rows, table))
     writer.add("runs", source_id, runs)
@@ -230,6 +243,7 @@ def _ingest_one(
         "spec_decode": len(spec_rows),
         "engine_stats": len(result.tables.get("engine_stats", [])),
         "events": len(result.tables.get("events", [])),
+        "bench": len(result.tables.get("bench", [])),
         "runs": len(runs),
     }
     report.skipped = _skipped(result)
@@ -249,6 +263,7 @@ def _ingest_one(
         "stats_records": report.found["engine_stats"],
         "runs": len(runs),
         "events": report.found["events"],
+        "bench_records": report.found["bench"],
         "skipped_lines": report.skipped_lines,
         "ingest_id": writer.ingest_id,
         "ingested_at": datetime.now(UTC).replace(tzinfo=None),
@@ -339,7 +354,7 @@ def _run_row(
         last_line=run.last_line,
         first_ts=min(stamps) if stamps else None,
         last_ts=max(stamps) if stamps else None,
-        server="vllm",
+        server=config.get("server") or "vllm",
         pids=json.dumps(run.procs) if run.procs else None,
         spec_records=run.counts.get("spec_decode", 0),
         stats_records=run.counts.get("engine_stats", 0),
@@ -389,6 +404,7 @@ def _summaries(result: ParseResult, runs: list[dict[str, Any]]) -> list[RunSumma
                 mean_acceptance_length=a.get("mean_acceptance_length"),
                 per_position=a.get("per_position"),
                 k=run.get("k"),
+                estimated=bool(a.get("estimated")),
             )
         )
     return out

@@ -711,6 +711,8 @@ class LineParser:
             return None
         if defn.starts_run:
             run.starts_seen.add(defn.name)
+        if defn.engine:
+            run.config.setdefault("server", defn.engine)
         # Stats before spec: a line that is both (SGLang) is its own engine-stats record.
         for table in sorted(rows, key=lambda t: t == "spec_decode"):
             row: Row = {

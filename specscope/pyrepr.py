@@ -131,6 +131,8 @@ def parse_key_values(text: str) -> dict[str, Any]:
             text = text[len(head) :]
             body, _ = balanced_prefix("(" + text)
             text = body[1:-1] if body.endswith(")") else body[1:]
+    if text.endswith(")") and text.count("(") < text.count(")"):
+        text = text[:-1]  # the close of a repr whose opening the caller's anchor took
     out: dict[str, Any] = {}
     for item in split_top_level(text):
         key, sep, value = _split_once(item, "=")

@@ -67,11 +67,16 @@ def run_lines(run: RunSummary) -> list[str]:
         f"    {config_line(run.config)}",
     ]
     if run.spec_records:
-        out.append(
-            f"    {_n(run.spec_records)} spec-decode records: {_n(run.drafts)} drafts, "
-            f"{_n(run.draft_tokens)} draft tokens, {_n(run.accepted_tokens)} accepted"
-        )
+        if run.draft_tokens is None:
+            out.append(f"    {_n(run.spec_records)} spec-decode records (no counts printed)")
+        else:
+            out.append(
+                f"    {_n(run.spec_records)} spec-decode records: {_n(run.drafts)} drafts, "
+                f"{_n(run.draft_tokens)} draft tokens, {_n(run.accepted_tokens)} accepted"
+            )
         tau = "n/a" if run.mean_acceptance_length is None else f"{run.mean_acceptance_length:.2f}"
+        if run.estimated:
+            tau += " (estimated: the mean of the printed interval means)"
         line = f"    acceptance rate {_pct(run.acceptance_rate)}, mean acceptance length {tau}"
         out.append(line)
         if run.per_position:
@@ -88,16 +93,18 @@ def source_lines(report: SourceReport) -> list[str]:
     f = report.found
     head = f"{report.path}: {report.status}, source {report.source_id}, {_n(report.lines)} lines"
     out = [head]
+    bench = f", {_n(f['bench'])} benchmark results" if f.get("bench") else ""
     out.append(
         f"  found {_n(f.get('spec_decode'))} spec-decode records, "
-        f"{_n(f.get('engine_stats'))} engine-stats records, {_n(f.get('events', 0))} events, "
-        f"{_n(f.get('runs'))} runs"
+        f"{_n(f.get('engine_stats'))} engine-stats records{bench}, "
+        f"{_n(f.get('events', 0))} events, {_n(f.get('runs'))} runs"
     )
     if report.status in ("new", "grown"):
         a = report.added
+        added_bench = f", {_n(a['bench'])} benchmark" if a.get("bench") else ""
         out.append(
             f"  added {_n(a.get('spec_decode', 0))} spec-decode, {_n(a.get('engine_stats', 0))} "
-            f"engine-stats, {_n(a.get('events', 0))} event rows"
+            f"engine-stats{added_bench}, {_n(a.get('events', 0))} event rows"
         )
     if report.skipped:
         out.append(f"  skipped {report.skipped_lines} lines:")
