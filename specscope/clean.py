@@ -32,6 +32,9 @@ _PREFIXES = regex.compile(
 _MARKDOWN = regex.compile(r"\*\*|`+|</?(?:code|pre|details|summary)>")
 
 
+_FULL_WIDTH = str.maketrans({"\uff1a": ": ", "\uff0c": ", "})
+
+
 @dataclass(frozen=True, slots=True)
 class CleanLine:
     text: str
@@ -89,6 +92,9 @@ def clean_line(raw: str) -> CleanLine:
         text = text[m.end() :]
     if "`" in text or "*" in text or "<" in text:
         text = _MARKDOWN.sub("", text)
+    if "\uff1a" in text or "\uff0c" in text:
+        # A paste through a CJK input method: full-width colon and comma.
+        text = text.translate(_FULL_WIDTH)
     return CleanLine(text.rstrip(), year)
 
 

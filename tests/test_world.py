@@ -63,6 +63,7 @@ def _brief(row: dict) -> dict:
         "accepted_tokens",
         "draft_tokens",
         "acceptance_rate",
+        "mean_acceptance_length",
         "running_reqs",
         "waiting_reqs",
         "kv_cache_usage",
@@ -93,6 +94,14 @@ def test_counts(case: dict, kind: str) -> None:
         + (f" (+ up to {len(partial)} cut records)" if partial else "")
         + f"\nrows: {detail}\nskipped: {[(s.line, s.reason) for s in result.skipped]}"
     )
+
+
+@pytest.mark.parametrize("case", _params(CASES, lambda c: "bench" in c))
+def test_bench_count(case: dict) -> None:
+    """Serving-benchmark result blocks (`bench` table), checked where a case says so."""
+    result = _parse(case)
+    rows = result.tables.get("bench", [])
+    assert len(rows) == case["bench"], f"bench: got {len(rows)} rows, want {case['bench']}"
 
 
 @pytest.mark.parametrize(
