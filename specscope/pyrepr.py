@@ -8,88 +8,74 @@ value is kept as its raw text and the rest still reads.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 _MAX_LEN = 256_000
-_OPEN = {"(": ")", "[": "]", "{": "}"}
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+@dataclass
+class _Walk:
+    """Where a scan of a repr stands: bracket depth and the quote it is inside, if any."""
+
+    depth: int = 0
+    quote: str | None = None
+
+
+def _walk(text: str, state: _Walk) -> Iterator[tuple[int, str]]:
+    """The characters of ``text`` outside quotes, with ``state`` kept up to date; a
+    bracket is yielded after the depth has changed for it."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if state.quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == state.quote:
+                state.quote = None
+        elif c in "'\"":
+            state.quote = c
+        else:
+            if c in _OPEN:
+                state.depth += 1
+            elif c in _CLOSE:
+                state.depth = max(0, state.depth - 1)
+            yield i, c
+        i += 1
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split at ``sep`` where no bracket or quote is open."""
     parts: list[str] = []
-    depth = 0
-    quote: str | None = None
     start = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            depth += 1
-        elif c in ")]}":
-            depth = max(0, depth - 1)
-        elif c == sep and depth == 0:
+    state = _Walk()
+    for i, c in _walk(text, state):
+        if c == sep and state.depth == 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return [p.strip() for p in parts if p.strip()]
 
 
 def balanced_prefix(text: str) -> tuple[str, bool]:
     """The bracketed expression at the start of ``text`` and whether it was closed."""
-    depth = 0
-    quote: str | None = None
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return text[: i + 1], True
-        i += 1
+    state = _Walk()
+    for i, c in _walk(text, state):
+        if c in _CLOSE and state.depth == 0:
+            return text[: i + 1], True
     return text, False
 
 
 def is_open(text: str) -> bool:
     """Does ``text`` stop inside a bracket or a quote, or right after a comma?"""
-    depth = 0
-    quote: str | None = None
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            depth += 1
-        elif c in ")]}":
-            depth = max(0, depth - 1)
-        i += 1
-    return depth > 0 or quote is not None or text.rstrip().endswith(",")
+    state = _Walk()
+    for _ in _walk(text, state):
+        pass
+    return state.depth > 0 or state.quote is not None or text.rstrip().endswith(",")
 
 
 def literal(text: str) -> Any:
@@ -142,19 +128,10 @@ def parse_key_values(text: str) -> dict[str, Any]:
 
 
 def _split_once(item: str, sep: str) -> tuple[str, str, str]:
-    depth = 0
-    quote: str | None = None
-    for i, c in enumerate(item):
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == sep and depth == 0:
+    """``key``, ``sep``, ``value`` at the first top-level ``sep`` (``sep`` is "" if none)."""
+    state = _Walk()
+    for i, c in _walk(item, state):
+        if c == sep and state.depth == 0:
             return item[:i].strip(), sep, item[i + 1 :].strip()
     return item, "", ""
 
