@@ -143,7 +143,12 @@ class Grammar:
         self._prefixes = {
             lit[:j] for lit in self.literals for j in range(1 if lit[:1].isupper() else 2, len(lit))
         }
-        self._longest = max((len(p) for p in self._prefixes), default=0)
+        ordered = sorted(self._prefixes, key=len, reverse=True)
+        self._prefix_at_end = (
+            regex.compile("(?r)(?:" + "|".join(regex.escape(p) for p in ordered) + ")$")
+            if ordered
+            else None
+        )
 
     def interesting(self, line: str) -> bool:
         """Could this line hold anything? (A cheap test before any regex runs.)"""
@@ -153,7 +158,7 @@ class Grammar:
 
     def ends_in_literal(self, line: str) -> bool:
         """Does the line stop in the middle of a literal (a narrow terminal's wrap)?"""
-        return any(line[-j:] in self._prefixes for j in range(1, min(self._longest, len(line)) + 1))
+        return self._prefix_at_end is not None and bool(self._prefix_at_end.search(line))
 
     def _marks(self, text: str) -> list[regex.Match[str]]:
         return (
@@ -184,20 +189,24 @@ class Grammar:
         """Does ``text`` end inside an envelope or the opening words of a record? (Cheap,
         generous: the caller checks that joining the next line really completes one.)"""
         tail = text[-64:]
-        if tail.rfind("(") > tail.rfind(")") or _UNFINISHED_HEADER.search(tail):
+        if tail.rfind("(") > tail.rfind(")"):
             return True
-        envs = self.envelopes_in(tail)
-        if envs and envs[-1].end() >= len(tail.rstrip()):
-            return True  # a header with its message on the next line
+        if tail[-1:].isdigit() and _UNFINISHED_HEADER.search(tail):
+            return True
+        if tail.rstrip()[-1:] in ("]", ")"):
+            envs = self.envelopes_in(tail)
+            if envs and envs[-1].end() >= len(tail.rstrip()):
+                return True  # a header with its message on the next line
         offset = len(text) - len(tail)
-        marks: list[regex.Match[str]] | None = None
         for literal in self.anchor_literals:
             at = tail.rfind(literal)
             if at < 0:
                 continue
-            marks = self._marks(text) if marks is None else marks
-            if not any(m.start() <= offset + at < max(m.end(), m.start() + 1) for m in marks):
-                return True  # the opening words of a record, not yet all there
+            rest = tail[at + len(literal) :]
+            if ":" in rest and not rest.rstrip().endswith(":"):
+                continue  # the record's opening is all there (the common case: no regex)
+            if not any(m.start() <= offset + at < m.end() for m in self._marks(text)):
+                return True  # the opening words of a record, the rest on the next line
         return self.ends_in_literal(tail)
 
     def envelopes_in(self, text: str) -> list[regex.Match[str]]:
