@@ -29,6 +29,7 @@ _PREFIXES = regex.compile(
     )""",
     regex.VERBOSE,
 )
+_FENCE = regex.compile(r"\s*(?:`{3,}|~{3,})[\w+-]*\s*$")
 _MARKDOWN = regex.compile(r"\*\*|`+|</?(?:code|pre|details|summary)>")
 
 
@@ -90,6 +91,8 @@ def clean_line(raw: str) -> CleanLine:
         if m.group("ts") and year is None:
             year = int(m.group("ts")[:4])
         text = text[m.end() :]
+    if _FENCE.match(text):
+        return CleanLine("", year)  # a markdown fence line (```log) holds no record
     if "`" in text or "*" in text or "<" in text:
         text = _MARKDOWN.sub("", text)
     if "\uff1a" in text or "\uff0c" in text:

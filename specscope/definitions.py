@@ -37,6 +37,7 @@ class FieldSpec:
     complete: regex.Pattern[str] | None = None  # how the value looks when nothing cut it
     table: str | None = None  # another table than the definition's, for this value
     indexed: bool = False  # "Position *": the label ends with an index into a list column
+    also: str | None = None  # a column of the definition's own table that gets it too
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class Definition:
     end: regex.Pattern[str] | None = None  # blocks: the line that closes one
     continues: regex.Pattern[str] | None = None  # blocks: lines that carry no field but belong
     match_keys: tuple[str, ...] = ()  # json: the keys that make an object one of these
+    has_row: Mapping[str, str] = field(default_factory=dict)  # column: whether table got a row
     parse: str | None = None
     starts_run: bool | str = False  # True, or "after_records": only once the run has records
     fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # keyed by squashed label
@@ -187,6 +189,7 @@ def load_definition(path: Path) -> Definition:
             _compile(complete, flags, f"{where} field {label}") if complete else None,
             spec.get("table"),
             indexed,
+            spec.get("also"),
         )
     events = tuple(
         EventSpec(
@@ -239,6 +242,7 @@ def load_definition(path: Path) -> Definition:
         end=_compile(raw["end"], flags, where) if raw.get("end") else None,
         continues=_compile(raw["continues"], flags, where) if raw.get("continues") else None,
         match_keys=tuple(raw.get("match_keys", ())),
+        has_row=dict(raw.get("has_row", {})),
         parse=raw.get("parse"),
         starts_run=raw.get("starts_run", False),
         fields=fields,

@@ -132,11 +132,6 @@ def spec_from_drafts(row: Row) -> Row:
     return row
 
 
-def bench_serving(row: Row) -> Row:
-    row["speculative"] = row.get("acceptance_length") is not None
-    return row
-
-
 def vllm_engine_stats(row: Row) -> Row:
     for column in ("engine", "engines_aggregated"):
         if row.get(column) is not None:
@@ -261,7 +256,6 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "vllm_v1_spec_decode": vllm_v1_spec_decode,
     "vllm_v0_spec_decode": vllm_v0_spec_decode,
     "spec_from_drafts": spec_from_drafts,
-    "bench_serving": bench_serving,
     "vllm_engine_stats": vllm_engine_stats,
 }
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {

@@ -150,7 +150,7 @@ def read_fields(defn: Definition, body: str) -> Reading:
         ):
             reading.cut = True
             reading.dropped = f"{spec.label}: cut off at {raw[-20:]!r}"
-            reading.chars += len(raw.strip())
+            reading.chars += len(_NUMBERS_AT_START.match(raw.strip()).group(0))
             if "list" in spec.type:
                 reading.items += len([x for x in raw.split(",") if x.strip()])
             continue
@@ -159,7 +159,8 @@ def read_fields(defn: Definition, body: str) -> Reading:
         except FieldValueError as exc:
             problems.append(f"{spec.label}: {exc}")
             continue
-        reading.chars += len(raw.strip())
+        if spec.complete is None or spec.complete.fullmatch(raw.strip()):
+            reading.chars += len(raw.strip())  # junk glued to a value adds nothing
         if isinstance(values[spec.column], list):
             reading.items += len(values[spec.column])
         for column, value in spec.set.items():
@@ -196,10 +197,11 @@ def _block_labels(defn: Definition) -> regex.Pattern[str]:
         for spec in sorted(defn.fields.values(), key=lambda f: -len(f.label)):
             words = spec.label[:-2] if spec.indexed else spec.label
             body = r"\s*".join(regex.escape(w) for w in words.split())
+            # Case matters for the first letter only: "Model:" is a field, "the draft
+            # model:" is prose; "Total Token throughput" and "Total token ..." are one field.
+            body = body[:1] + "(?i:" + body[1:] + ")" if body[:1].isalpha() else body
             alternatives.append(body + (r"\s*\d+" if spec.indexed else ""))
-        pattern = regex.compile(
-            r"(?<![\w(])(?P<label>" + "|".join(alternatives) + r")\s*:", regex.IGNORECASE
-        )
+        pattern = regex.compile(r"(?<![\w(])(?P<label>" + "|".join(alternatives) + r")\s*:")
         _BLOCK_LABELS[defn.name] = pattern
     return pattern
 
@@ -243,6 +245,7 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
     return reading
 
 
+_NUMBERS_AT_START = regex.compile(r"[\d.,\s%]*(?:nan)?[\d.,\s%]*", regex.I)
 _MORE_OF_IT = regex.compile(r"(?:\s*,\s*(?:\d|nan)|\.?\d)", regex.I)
 
 

@@ -78,6 +78,11 @@ class Run:
     def used(self) -> bool:
         return bool(self.config or self.counts)
 
+    @property
+    def has_records(self) -> bool:
+        """Telemetry seen (events alone, such as a start-up warning, do not count)."""
+        return any(n for table, n in self.counts.items() if table != "events")
+
     def update_config(self, values: Mapping[str, Any]) -> None:
         for key, value in values.items():
             if value is not None:
@@ -290,6 +295,7 @@ class _Pending:
         self.env = piece.env
         self.line = line
         self.end_line = line
+        self.in_prose = False  # the record starts after other text on its line
 
     @property
     def body(self) -> str:
@@ -327,6 +333,8 @@ class _Pending:
         d = self.anchor.definitions[0]
         if self.end_line - self.line + 1 >= MAX_WRAPPED_LINES or self.closed():
             return False
+        if self.anchor.fragment and self.in_prose:
+            return False  # a value quoted in a sentence, not a record's first line
         stripped = text.strip()
         if not stripped:
             return False
@@ -475,8 +483,10 @@ class LineParser:
         if env.proc is None or env.pid is None:
             return
         run = self._run
+        # Workers (TP ranks) share a name and differ by pid within one server.
+        singleton = "Worker" not in env.proc
         if run is not None and (
-            run.procs.get(env.proc, env.pid) != env.pid
+            (singleton and run.procs.get(env.proc, env.pid) != env.pid)
             or (env.proc not in run.procs and run.procs and _far_apart(run.last_seen, env))
         ):
             # The same process name with another pid is a restart; a process the run has
@@ -634,6 +644,9 @@ class LineParser:
                 self._finish_pending()
                 self._pending = _Pending(piece, line)
                 self._pending.end_line = last
+                self._pending.in_prose = not piece.has_env and bool(
+                    text[: piece.start].strip(" \t>-*`")
+                )
                 continue
             self._finish_pending()
             self._other(piece, line)
@@ -699,13 +712,18 @@ class LineParser:
         tables = defn.tables
         rows: dict[str, Row] = {t: {} for t in tables}
         column_table = {f.column: f.table or tables[0] for f in defn.fields.values()}
+        also = {f.column: f.also for f in defn.fields.values() if f.also}
         for column, value in values.items():
             rows[column_table.get(column, tables[0])][column] = value
+            if column in also:
+                rows[tables[0]].setdefault(also[column], value)
         for table in tables[1:]:
             needed = defn.required_for.get(table, ())
             if not rows[table] or any(rows[table].get(c) is None for c in needed):
                 del rows[table]
-        if defn.starts_run and self._run is not None and self._run.counts:
+        for column, table in defn.has_row.items():
+            rows[tables[0]][column] = table in rows
+        if defn.starts_run and self._run is not None and self._run.has_records:
             self._new_run(origin.line)
         run = self._current_run(origin.line, block=defn.kind in ("block", "json"))
         run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
@@ -818,9 +836,9 @@ class LineParser:
             return
         run = self._current_run(line)
         if defn.starts_run == "after_records":
-            starts = bool(run.counts)  # engines print their config before they serve
+            starts = run.has_records  # engines print their config before they serve
         else:
-            starts = defn.starts_run and (defn.name in run.starts_seen or bool(run.counts))
+            starts = defn.starts_run and (defn.name in run.starts_seen or run.has_records)
         if starts:
             run = self._new_run(line)
             if piece.env is not None and piece.env.proc and piece.env.pid is not None:
