@@ -29,7 +29,10 @@ class FieldValueError(ValueError):
 
 
 def split_labels(body: str) -> list[tuple[str, str]]:
-    """``[(label, raw value), ...]`` in order; text before the first label is dropped."""
+    """``[(label, raw value), ...]`` in order; text before the first label is dropped.
+    An ellipsis where an author elided fields separates like a comma."""
+    if "..." in body or "\u2026" in body:
+        body = body.replace("...", ",").replace("\u2026", ",")
     matches = list(_LABEL.finditer(body))
     out: list[tuple[str, str]] = []
     for i, m in enumerate(matches):
