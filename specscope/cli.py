@@ -20,9 +20,10 @@ from specscope.definitions import load_definitions
 from specscope.errors import ExitStatus, SpecscopeError
 from specscope.ingest import ingest as run_ingest
 from specscope.ingest import parse_overrides
+from specscope.prometheus import pull as run_pull
 from specscope.runs import runs_overview
 from specscope.store import DEFAULT_STORE, open_store
-from specscope.summary import ingest_text, runs_text
+from specscope.summary import ingest_text, pull_text, runs_text
 
 app = typer.Typer(
     name="specscope",
@@ -103,6 +104,75 @@ def ingest(
         typer.echo(f"specscope: error: {error.one_line()}", err=True)
     if report.errors:
         raise typer.Exit(int(report.errors[0].exit_status))
+
+
+@app.command(
+    epilog="Examples:\n\n"
+    "  specscope pull --prometheus http://prom:9090 --since 6h\n\n"
+    "  specscope pull --prometheus http://prom:9090 --selector '{job=\"vllm\"}'   # from cron\n\n"
+    "  specscope pull --prometheus https://thanos.example/prometheus --start 2026-11-20T00:00Z "
+    "--end 2026-11-20T06:00Z",
+)
+def pull(
+    prometheus: Annotated[
+        str,
+        typer.Option(
+            "--prometheus",
+            help="Prometheus (or Thanos, Mimir, VictoriaMetrics) "
+            "base URL, with a path prefix if it has one.",
+            show_default=False,
+        ),
+    ],
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="How far back the first pull goes "
+            "(6h, 90m). Later pulls continue from the "
+            "last one."
+        ),
+    ] = None,
+    start: Annotated[str | None, typer.Option(help="Window start (RFC 3339 or unix).")] = None,
+    end: Annotated[str | None, typer.Option(help="Window end (default: now).")] = None,
+    selector: Annotated[str | None, typer.Option(help='Label matchers, e.g. {job="vllm"}.')] = None,
+    store: StoreOption = Path(DEFAULT_STORE),
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 30.0,
+    retries: Annotated[int, typer.Option(help="Retries on 429/5xx, with backoff.")] = 3,
+    ca_bundle: Annotated[str | None, typer.Option(help="CA bundle for https.")] = None,
+    insecure: Annotated[bool, typer.Option(help="Do not verify https certificates.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Pull the speculative-decoding counters and their neighbours from Prometheus.
+
+    Stores interval rows (differences between raw samples, reset-aware) in the same tables
+    that log ingest fills. Auth: $SPECSCOPE_PROMETHEUS_TOKEN (bearer), or
+    $SPECSCOPE_PROMETHEUS_USER / _PASSWORD, or netrc. Credentials are never printed or stored.
+    """
+    try:
+        report = run_pull(
+            prometheus,
+            store=store,
+            since=since,
+            start=start,
+            end=end,
+            selector=selector,
+            timeout=timeout,
+            retries=retries,
+            ca_bundle=ca_bundle,
+            insecure=insecure,
+        )
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        typer.echo(pull_text(report))
+    if report.failed:
+        typer.echo(
+            f"specscope: error: {report.url}: stopped at {report.failed[0]}; what came "
+            "before is stored and the next pull starts there",
+            err=True,
+        )
+        raise typer.Exit(int(ExitStatus.PROMETHEUS))
 
 
 @app.command(

@@ -18,6 +18,7 @@ class ExitStatus(IntEnum):
     INPUT_BINARY = 7  # not text, or a corrupt gzip stream
     NO_TELEMETRY = 8  # text, but no speculative-decoding telemetry in it
     STORE_ERROR = 9  # the store is unreadable, locked, or of a newer schema
+    PROMETHEUS = 10  # a Prometheus or /metrics endpoint failed (what came before is kept)
 
 
 class SpecscopeError(Exception):
@@ -66,6 +67,13 @@ class StoreError(SpecscopeError):
     exit_status = ExitStatus.STORE_ERROR
 
 
+class PrometheusError(SpecscopeError):
+    """A Prometheus server or /metrics endpoint could not be read (unreachable, refused,
+    too slow, a malformed answer)."""
+
+    exit_status = ExitStatus.PROMETHEUS
+
+
 class DefinitionError(SpecscopeError):
     """A format definition under parsers/ is malformed (a bug in specscope, not in the log)."""
 
@@ -79,6 +87,7 @@ __all__ = [
     "InputNotAFileError",
     "InputUnreadableError",
     "NoTelemetryError",
+    "PrometheusError",
     "SpecscopeError",
     "StoreError",
 ]

@@ -253,6 +253,7 @@ def _ingest_one(
     row = {
         "source_id": source_id,
         "path": absolute,
+        "kind": "log",
         "size": src.size,
         "sha256": src.sha256,
         "mtime": src.mtime.replace(tzinfo=None),

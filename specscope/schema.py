@@ -170,7 +170,8 @@ RUNS = pa.schema(
 SOURCES = pa.schema(
     [
         pa.field("source_id", pa.string()),
-        pa.field("path", pa.string()),
+        pa.field("path", pa.string()),  # a file, or a Prometheus URL (never with credentials)
+        pa.field("kind", pa.string()),  # log, prometheus or scrape
         pa.field("size", pa.int64()),  # bytes read (compressed size for .gz)
         pa.field("sha256", pa.string()),
         pa.field("mtime", pa.timestamp("ms")),
@@ -183,6 +184,8 @@ SOURCES = pa.schema(
         pa.field("events", pa.int64()),
         pa.field("bench_records", pa.int64()),
         pa.field("skipped_lines", pa.int64()),
+        pa.field("watermark", pa.timestamp("ms")),  # pulls: the oldest target watermark (UTC)
+        pa.field("watermarks", pa.string()),  # pulls: JSON {target: unix seconds} stored up to
         pa.field("ingest_id", pa.string()),  # the last ingest that wrote this source
         pa.field("ingested_at", pa.timestamp("ms")),
     ]

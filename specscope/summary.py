@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from specscope.ingest import IngestReport, RunSummary, SourceReport
+from specscope.prometheus import PullReport
 
 # The configuration a summary always mentions, in this order, and how it names them.
 _SHOWN = (
@@ -129,6 +130,20 @@ def ingest_text(report: IngestReport) -> str:
     return "\n".join(lines)
 
 
+def pull_text(report: PullReport) -> str:
+    a = report.added
+    lines = [
+        f"{report.url}: {report.start:%Y-%m-%d %H:%M:%S} -> {report.end:%Y-%m-%d %H:%M:%S} UTC, "
+        f"{_n(report.requests)} requests, {_n(report.samples)} samples",
+        f"  added {_n(a.get('spec_decode', 0))} spec-decode and "
+        f"{_n(a.get('engine_stats', 0))} engine-stats intervals, {_n(report.runs)} runs",
+    ]
+    if report.watermark is not None:
+        lines.append(f"  next pull starts after {report.watermark:%Y-%m-%d %H:%M:%S} UTC")
+    lines.extend(f"  note: {note}" for note in report.notes)
+    return "\n".join(lines)
+
+
 def runs_text(rows: Iterable[Mapping[str, Any]]) -> str:
     """The table `specscope runs` prints."""
     header = ("run", "source", "records", "method", "k", "rate", "tau", "model", "vLLM")
@@ -157,4 +172,4 @@ def runs_text(rows: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
-__all__ = ["config_line", "ingest_text", "run_lines", "runs_text", "source_lines"]
+__all__ = ["config_line", "ingest_text", "pull_text", "run_lines", "runs_text", "source_lines"]

@@ -1,0 +1,275 @@
+"""`specscope pull` against a real Prometheus scraping a vLLM-shaped exporter on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+import pytest
+
+import specscope
+from specscope.counters import Series, deltas, intervals
+from specscope.errors import ExitStatus
+from specscope.prometheus import PrometheusError, parse_duration, pull, series_selector
+
+from .prom_servers import RATES, RUNNING, Misbehaving, Prometheus, VllmExporter, serve_exporter
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="needs Debian's prometheus (.ci/run installs it)"
+)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """Two engines scraped every second for ~14 s, with a server restart half-way."""
+    exporter = VllmExporter()
+    port, server = serve_exporter(exporter)
+    prom = Prometheus(tmp_path_factory.mktemp("prom"), [f"127.0.0.1:{port}"])
+    prom.wait_for_targets()
+    started = datetime.now(UTC)
+    time.sleep(6)
+    exporter.restart()
+    time.sleep(6)
+    yield prom, exporter, started
+    prom.stop()
+    server.shutdown()  # type: ignore[attr-defined]
+
+
+def _spec(store):
+    return specscope.open_store(store).spec_decode.collect()
+
+
+def test_pull_gives_the_exporters_exact_ratios(live, tmp_path):
+    prom, _, _started = live
+    report = pull(prom.url, store=tmp_path / "s", since="5m")
+    assert not report.failed
+    spec = _spec(tmp_path / "s")
+    assert spec.height > 10
+    for engine, r in RATES.items():
+        rows = spec.filter(pl.col("engine") == int(engine))
+        assert rows.height > 4
+        for row in rows.iter_rows(named=True):
+            assert row["accepted_tokens"] * r["drafts"] == row["drafts"] * r["accepted"]
+            assert row["draft_tokens"] == row["drafts"] * 3
+            assert row["k"] == 3
+            assert row["accepted_per_pos"] == [
+                p * row["drafts"] // r["drafts"] for p in r["per_pos"]
+            ]
+            assert row["mean_acceptance_length"] == pytest.approx(1 + r["accepted"] / r["drafts"])
+            assert row["acceptance_rate"] == pytest.approx(r["accepted"] / r["draft_tokens"])
+        # about the right number of drafts: the rate times the seconds observed
+        seconds = (rows["ts"].max() - rows["ts"].min()).total_seconds()
+        assert rows["drafts"].sum() == pytest.approx(
+            r["drafts"] * seconds, rel=0.35, abs=3 * r["drafts"]
+        )
+    weighted = specscope.weighted_acceptance(spec, by=["engine"]).sort("engine")
+    assert weighted["mean_acceptance_length"].to_list() == pytest.approx([2.8, 2.0])
+    assert weighted["per_position"].to_list()[0] == pytest.approx([0.8, 0.6, 0.4])
+    assert weighted["per_position"].to_list()[1] == pytest.approx([0.6, 0.2, 0.2])
+
+
+def test_restart_is_an_interval_of_its_own(live, tmp_path):
+    prom, _, _ = live
+    pull(prom.url, store=tmp_path / "s", since="5m")
+    spec = _spec(tmp_path / "s")
+    restarted = spec.filter(pl.col("counts") == "since_restart")
+    assert restarted.height >= 1  # one per engine that drafted after the restart
+    assert (restarted["drafts"] >= 0).all()
+    assert set(spec["counts"].unique()) <= {"delta", "since_restart"}
+
+
+def test_engine_stats_and_run_config(live, tmp_path):
+    prom, _, _ = live
+    pull(prom.url, store=tmp_path / "s", since="5m")
+    store = specscope.open_store(tmp_path / "s")
+    stats = store.engine_stats.collect()
+    for engine, running in RUNNING.items():
+        rows = stats.filter(pl.col("engine") == int(engine))
+        assert set(rows["running_reqs"]) == {running}
+        assert rows["prefix_cache_hit_rate"].drop_nulls().to_list() == pytest.approx(
+            [0.25] * rows["prefix_cache_hit_rate"].drop_nulls().len()
+        )
+    (run,) = store.runs.collect().to_dicts()
+    assert run["model"] == "Qwen/Qwen3-8B"
+    assert run["enable_prefix_caching"] is True
+    assert run["kv_cache_dtype"] == "fp8"
+    assert run["spec_records"] == store.spec_decode.collect().height
+
+
+def test_incremental_pulls_have_no_gap_and_no_duplicate(live, tmp_path):
+    prom, _, started = live
+    end = datetime.now(UTC) - timedelta(seconds=2)
+    middle = started + (end - started) / 2
+    once = tmp_path / "once"
+    pull(prom.url, store=once, start=started - timedelta(seconds=5), end=end)
+    twice = tmp_path / "twice"
+    pull(prom.url, store=twice, start=started - timedelta(seconds=5), end=middle)
+    second = pull(prom.url, store=twice, end=end)  # continues from the watermark
+    assert second.start <= middle
+    a, b = _spec(once), _spec(twice)
+    key = ["engine", "ts"]
+    assert b.select(key).is_duplicated().sum() == 0
+    assert (
+        a.sort(key)
+        .select(key, "drafts", "accepted_tokens")
+        .equals(b.sort(key).select(key, "drafts", "accepted_tokens"))
+    )
+
+
+def test_window_boundaries_do_not_duplicate_samples(live, tmp_path):
+    prom, _, started = live
+    end = datetime.now(UTC) - timedelta(seconds=2)
+    pull(prom.url, store=tmp_path / "big", start=started, end=end)
+    small = pull(prom.url, store=tmp_path / "small", start=started, end=end, window_s=3)
+    assert small.requests > 3
+    key = ["engine", "ts"]
+    big, little = _spec(tmp_path / "big"), _spec(tmp_path / "small")
+    assert little.select(key).is_duplicated().sum() == 0
+    assert big.sort(key).select(key, "drafts").equals(little.sort(key).select(key, "drafts"))
+
+
+def test_a_second_pull_of_the_same_window_adds_nothing(live, tmp_path):
+    prom, _, started = live
+    end = datetime.now(UTC) - timedelta(seconds=2)
+    first = pull(prom.url, store=tmp_path / "s", start=started, end=end)
+    again = pull(prom.url, store=tmp_path / "s", end=end - timedelta(seconds=1))
+    assert first.added["spec_decode"] > 0
+    assert again.added.get("spec_decode", 0) == 0
+
+
+def test_cli_pull_json(live, tmp_path, cli):
+    prom, _, _ = live
+    r = cli("pull", "--prometheus", prom.url, "--since", "5m", "--store", tmp_path / "s", "--json")
+    assert r.status == 0, r.err
+    data = json.loads(r.out)
+    assert data["added"]["spec_decode"] > 0
+    assert data["failed"] == []
+    text = cli("runs", "--store", tmp_path / "s")
+    assert "Qwen/Qwen3-8B" in text.out
+
+
+# -- faults --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["500", "429", "slow", "malformed"])
+def test_faults_are_clear_and_store_nothing(mode, tmp_path, cli):
+    bad = Misbehaving(mode)
+    try:
+        r = cli(
+            "pull",
+            "--prometheus",
+            bad.url,
+            "--since",
+            "10m",
+            "--store",
+            tmp_path / "s",
+            "--timeout",
+            "1",
+            "--retries",
+            "1",
+        )
+    finally:
+        bad.stop()
+    assert r.status == ExitStatus.PROMETHEUS
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and bad.url in lines[0]
+    assert "Traceback" not in r.err
+    if mode in ("500", "429"):
+        assert bad.requests >= 2  # retried
+    store = specscope.open_store(tmp_path / "s")
+    assert store.spec_decode.collect().height == 0
+    sources = store.sources.collect()
+    assert sources.height == 0 or sources["watermark"].is_null().all()
+
+
+def test_unreachable_server(tmp_path, cli):
+    from .prom_servers import free_port
+
+    r = cli(
+        "pull",
+        "--prometheus",
+        f"http://127.0.0.1:{free_port()}",
+        "--since",
+        "5m",
+        "--store",
+        tmp_path / "s",
+        "--retries",
+        "0",
+    )
+    assert r.status == ExitStatus.PROMETHEUS
+    assert "cannot reach" in r.err
+
+
+def test_credentials_never_reach_the_store_or_output(tmp_path, cli):
+    bad = Misbehaving("500")
+    try:
+        url = bad.url.replace("http://", "http://alice:s3cret@")
+        r = cli(
+            "pull",
+            "--prometheus",
+            url,
+            "--since",
+            "5m",
+            "--store",
+            tmp_path / "s",
+            "--retries",
+            "0",
+            env={"SPECSCOPE_PROMETHEUS_TOKEN": "tok-123456"},
+        )
+    finally:
+        bad.stop()
+    assert "s3cret" not in r.out + r.err and "tok-123456" not in r.out + r.err
+    for path in (tmp_path / "s").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert b"s3cret" not in data and b"tok-123456" not in data
+
+
+# -- the arithmetic, without servers ---------------------------------------------------------
+
+
+def test_deltas_are_reset_aware():
+    points = [(1.0, 10), (2.0, 25), (3.0, 5), (4.0, 9), (4.0, 9)]
+    assert deltas(points) == [(2.0, 15, 1.0, False), (3.0, 5, 2.0, True), (4.0, 4, 3.0, False)]
+
+
+def test_intervals_line_per_position_up_with_drafts():
+    labels = {"instance": "a", "model_name": "m", "engine": "0"}
+    series = [
+        Series("vllm:spec_decode_num_drafts_total", labels, ((0, 0), (10, 100))),
+        Series("vllm:spec_decode_num_draft_tokens_total", labels, ((0, 0), (10, 300))),
+        Series("vllm:spec_decode_num_accepted_tokens_total", labels, ((0, 0), (10, 150))),
+        *[
+            Series(
+                "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                {**labels, "position": str(i)},
+                ((0, 0), (10, c)),
+            )
+            for i, c in enumerate((80, 50, 20))
+        ],
+    ]
+    (row,) = intervals(series).spec_decode
+    assert row["accepted_per_pos"] == [80, 50, 20] and row["k"] == 3
+    assert row["mean_acceptance_length"] == 2.5 and row["acceptance_rate"] == 0.5
+
+
+def test_v0_counters_are_skipped_with_a_note():
+    labels = {"instance": "a", "model_name": "m"}
+    got = intervals([Series("vllm:spec_decode_num_emitted_tokens_total", labels, ((0, 0), (5, 9)))])
+    assert got.spec_decode == [] and "over-count" in got.notes[0]
+
+
+def test_selector_and_durations():
+    assert series_selector('{job="vllm"}').endswith(', job="vllm"}')
+    with pytest.raises(specscope.SpecscopeError):
+        series_selector("job=vllm; drop table")
+    assert parse_duration("1h30m") == timedelta(minutes=90)
+    with pytest.raises(specscope.SpecscopeError):
+        parse_duration("soon")
+
+
+def test_prometheus_error_is_a_specscope_error():
+    assert issubclass(PrometheusError, specscope.SpecscopeError)
