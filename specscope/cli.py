@@ -20,8 +20,10 @@ from specscope.definitions import load_definitions
 from specscope.errors import ExitStatus, SpecscopeError
 from specscope.ingest import ingest as run_ingest
 from specscope.ingest import parse_overrides
+from specscope.prometheus import parse_duration
 from specscope.prometheus import pull as run_pull
 from specscope.runs import runs_overview
+from specscope.scrape import scrape as run_scrape
 from specscope.store import DEFAULT_STORE, open_store
 from specscope.summary import ingest_text, pull_text, runs_text
 
@@ -170,6 +172,49 @@ def pull(
         typer.echo(
             f"specscope: error: {report.url}: stopped at {report.failed[0]}; what came "
             "before is stored and the next pull starts there",
+            err=True,
+        )
+        raise typer.Exit(int(ExitStatus.PROMETHEUS))
+
+
+@app.command(
+    epilog="Examples:\n\n"
+    "  specscope scrape http://localhost:8000/metrics --interval 10s --duration 10m\n\n"
+    "  specscope scrape http://localhost:30000/metrics --count 7 --interval 5s --json",
+)
+def scrape(
+    url: Annotated[str, typer.Argument(help="A vLLM or SGLang /metrics URL.", show_default=False)],
+    interval: Annotated[str, typer.Option(help="Time between polls (10s, 1m).")] = "10s",
+    count: Annotated[int | None, typer.Option(help="Polls to make (at least 2).")] = None,
+    duration: Annotated[str | None, typer.Option(help="Poll for this long (10m).")] = None,
+    store: StoreOption = Path(DEFAULT_STORE),
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 10.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Read a /metrics endpoint directly (no Prometheus) and store the intervals.
+
+    Polls the endpoint, differences consecutive polls of each counter (reset-aware), and
+    stores interval rows in the same tables as ingest and pull.
+    """
+    try:
+        report = run_scrape(
+            url,
+            store=store,
+            interval=parse_duration(interval).total_seconds(),
+            count=count,
+            duration=parse_duration(duration).total_seconds() if duration else None,
+            timeout=timeout,
+        )
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        typer.echo(pull_text(report))
+    if report.failed:
+        typer.echo(
+            f"specscope: error: {report.url}: stopped at {report.failed[0]}; the polls "
+            "before are stored",
             err=True,
         )
         raise typer.Exit(int(ExitStatus.PROMETHEUS))

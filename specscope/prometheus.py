@@ -147,6 +147,7 @@ class PullReport:
     notes: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # windows that could not be read
     watermark: datetime | None = None
+    kind: str = "prometheus"  # or "scrape": a /metrics endpoint read directly
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -311,7 +312,7 @@ def pull(
         ]
         got = intervals(batch, after=None)
         report.notes.extend(got.notes)
-        _store(writer, target, got, report, marks, previous, read_until, known)
+        store_intervals(writer, target, got, report, marks, previous, read_until, known)
     return report
 
 
@@ -333,7 +334,7 @@ def _target_key(target: tuple[str | None, str | None, str | None]) -> str:
     return json.dumps(target)
 
 
-def _store(
+def store_intervals(
     writer: StoreWriter,
     store: Store,
     got: Intervals,
@@ -425,7 +426,7 @@ def _source_row(
     return {
         "source_id": report.source_id,
         "path": report.url + (f" {report.selector}" if report.selector else ""),
-        "kind": "prometheus",
+        "kind": report.kind,
         "size": None,
         "sha256": None,
         "mtime": None,
@@ -451,4 +452,5 @@ __all__ = [
     "parse_time",
     "pull",
     "series_selector",
+    "store_intervals",
 ]

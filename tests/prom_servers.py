@@ -151,6 +151,34 @@ class Prometheus:
         self.log.close()
 
 
+def _matrix(path: str) -> bytes:
+    """A range-vector answer: drafts growing by 10 and accepted by 6 every 5 s up to the
+    query's time (k = 2), for one engine."""
+    from urllib.parse import parse_qs, urlsplit
+
+    at = float(parse_qs(urlsplit(path).query)["time"][0])
+    times = [at - 50 + 5 * i for i in range(11)]
+    labels = {"instance": "x:1", "model_name": "m", "engine": "0"}
+
+    def series(name: str, per_step: int, **extra: str) -> dict[str, object]:
+        base = int(times[0])  # grows with time, so windows continue one another
+        return {
+            "metric": {"__name__": name, **labels, **extra},
+            "values": [[t, str(base * per_step + per_step * i)] for i, t in enumerate(times)],
+        }
+
+    result = [
+        series("vllm:spec_decode_num_drafts_total", 10),
+        series("vllm:spec_decode_num_draft_tokens_total", 20),
+        series("vllm:spec_decode_num_accepted_tokens_total", 6),
+        series("vllm:spec_decode_num_accepted_tokens_per_pos_total", 4, position="0"),
+        series("vllm:spec_decode_num_accepted_tokens_per_pos_total", 2, position="1"),
+    ]
+    return json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    ).encode()
+
+
 class Misbehaving:
     """An HTTP server answering the query API the way ``mode`` says: 500, 429 with
     Retry-After, slower than the timeout, malformed JSON. Counts the requests."""
@@ -172,6 +200,11 @@ class Misbehaving:
                 elif outer.mode == "slow":
                     time.sleep(3)
                     self._send(200, b'{"status":"success","data":{"result":[]}}')
+                elif outer.mode == "then500":
+                    if outer.requests > 2:
+                        self._send(500, b'{"status":"error","error":"gone"}')
+                    else:
+                        self._send(200, _matrix(self.path))
                 elif outer.mode == "malformed":
                     self._send(200, b'{"status":"success","data":{"result": [oops')
                 else:

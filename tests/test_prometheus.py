@@ -273,3 +273,85 @@ def test_selector_and_durations():
 
 def test_prometheus_error_is_a_specscope_error():
     assert issubclass(PrometheusError, specscope.SpecscopeError)
+
+
+# -- scrape: /metrics read directly -----------------------------------------------------------
+
+
+def test_scrape_reads_the_exporter_directly(tmp_path, cli):
+    exporter = VllmExporter()
+    port, server = serve_exporter(exporter)
+    try:
+        r = cli(
+            "scrape",
+            f"http://127.0.0.1:{port}/metrics",
+            "--interval",
+            "1.1s",
+            "--count",
+            "4",
+            "--store",
+            tmp_path / "s",
+            "--json",
+        )
+    finally:
+        server.shutdown()  # type: ignore[attr-defined]
+    assert r.status == 0, r.err
+    assert json.loads(r.out)["kind"] == "scrape"
+    spec = _spec(tmp_path / "s")
+    assert spec.height >= 4  # two engines, up to three intervals each (a poll may share a second)
+    for engine, rates in RATES.items():
+        for row in spec.filter(pl.col("engine") == int(engine)).iter_rows(named=True):
+            assert row["accepted_tokens"] * rates["drafts"] == row["drafts"] * rates["accepted"]
+            assert row["per_position_rate"] == pytest.approx(
+                [p / rates["drafts"] for p in rates["per_pos"]]
+            )
+    sources = specscope.open_store(tmp_path / "s").sources.collect()
+    assert sources["kind"].to_list() == ["scrape"]
+
+
+def test_scrape_of_a_page_that_is_not_metrics(tmp_path, cli):
+    bad = Misbehaving("500")
+    try:
+        r = cli(
+            "scrape",
+            f"{bad.url}/metrics",
+            "--interval",
+            "0.1s",
+            "--count",
+            "2",
+            "--store",
+            tmp_path / "s",
+        )
+    finally:
+        bad.stop()
+    assert r.status == ExitStatus.PROMETHEUS
+    assert "HTTP 500" in r.err
+
+
+def test_a_window_that_fails_mid_pull_keeps_what_came_before(tmp_path, cli):
+    bad = Misbehaving("then500")
+    try:
+        r = cli(
+            "pull",
+            "--prometheus",
+            bad.url,
+            "--since",
+            "2h",
+            "--store",
+            tmp_path / "s",
+            "--retries",
+            "0",
+            "--json",
+        )
+    finally:
+        bad.stop()
+    assert r.status == ExitStatus.PROMETHEUS
+    report = json.loads(r.out)
+    assert report["failed"] and "500" in report["failed"][0]
+    spec = _spec(tmp_path / "s")
+    assert spec.height > 0
+    assert spec.select("ts").is_duplicated().sum() == 0
+    assert spec["accepted_per_pos"].to_list()[0] == [4, 2]
+    (source,) = specscope.open_store(tmp_path / "s").sources.collect().to_dicts()
+    # the watermark is the newest interval stored, before the window that failed
+    assert source["watermark"] == spec["ts"].max()
