@@ -35,7 +35,7 @@ TOKEN_ENV = "SPECSCOPE_PROMETHEUS_TOKEN"
 USER_ENV = "SPECSCOPE_PROMETHEUS_USER"
 PASSWORD_ENV = "SPECSCOPE_PROMETHEUS_PASSWORD"
 DEFAULT_WINDOW_S = 1800
-MIN_WINDOW_S = 15
+MIN_WINDOW_S = 1
 # The sample before a window's first interval lies in the window before it.
 LOOKBACK_S = 600
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)

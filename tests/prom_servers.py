@@ -98,7 +98,7 @@ def serve_exporter(exporter: VllmExporter) -> tuple[int, object]:
 class Prometheus:
     """A real prometheus binary scraping ``targets`` every second, on a free port."""
 
-    def __init__(self, workdir: Path, targets: list[str]) -> None:
+    def __init__(self, workdir: Path, targets: list[str], *args: str) -> None:
         binary = shutil.which("prometheus")
         if binary is None:
             raise FileNotFoundError("prometheus")
@@ -116,6 +116,7 @@ class Prometheus:
                 f"--config.file={config}",
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                *args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,

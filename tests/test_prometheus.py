@@ -27,7 +27,11 @@ def live(tmp_path_factory):
     """Two engines scraped every second for ~14 s, with a server restart half-way."""
     exporter = VllmExporter()
     port, server = serve_exporter(exporter)
-    prom = Prometheus(tmp_path_factory.mktemp("prom"), [f"127.0.0.1:{port}"])
+    # A sample limit far below what a 30-minute window holds: every pull must split its
+    # windows until each request fits (what Prometheus's own limits force on long pulls).
+    prom = Prometheus(
+        tmp_path_factory.mktemp("prom"), [f"127.0.0.1:{port}"], "--query.max-samples=200"
+    )
     prom.wait_for_targets()
     started = datetime.now(UTC)
     time.sleep(6)
@@ -117,6 +121,14 @@ def test_incremental_pulls_have_no_gap_and_no_duplicate(live, tmp_path):
         .select(key, "drafts", "accepted_tokens")
         .equals(b.sort(key).select(key, "drafts", "accepted_tokens"))
     )
+
+
+def test_windows_are_split_to_fit_the_servers_sample_limit(live, tmp_path):
+    prom, _, _ = live
+    report = pull(prom.url, store=tmp_path / "s", since="5m")
+    assert not report.failed
+    assert report.requests > 4  # one 30-minute window would exceed --query.max-samples=200
+    assert _spec(tmp_path / "s").height > 10
 
 
 def test_window_boundaries_do_not_duplicate_samples(live, tmp_path):
