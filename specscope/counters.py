@@ -235,6 +235,22 @@ def _stats_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) 
                 continue  # both names exported: the token-based one wins
             for t, d, _, _ in deltas(s.points):
                 cache[target][t][part] = d
+    latency = {
+        "vllm:time_to_first_token_seconds": "mean_ttft_ms",
+        "vllm:inter_token_latency_seconds": "mean_itl_ms",
+        "vllm:time_per_output_token_seconds": "mean_itl_ms",
+    }
+    for name, column in latency.items():
+        sums = {
+            target_of(s.labels): dict((t, d) for t, d, _, _ in deltas(s.points))
+            for s in by_name.get(f"{name}_sum", ())
+        }
+        for s in by_name.get(f"{name}_count", ()):
+            target = target_of(s.labels)
+            for t, n, _, _ in deltas(s.points):
+                total = sums.get(target, {}).get(t)
+                if n and total is not None:
+                    rows[target].setdefault(t, {}).setdefault(column, 1000 * total / n)
     for target, by_time in cache.items():
         for t, parts in by_time.items():
             if parts.get("queries"):

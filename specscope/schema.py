@@ -69,6 +69,8 @@ ENGINE_STATS = pa.schema(
         pa.field("cpu_prefix_cache_hit_rate", pa.float64()),  # V0
         pa.field("external_prefix_cache_hit_rate", pa.float64()),
         pa.field("mm_cache_hit_rate", pa.float64()),
+        pa.field("mean_ttft_ms", pa.float64()),  # pulls: the interval's mean time to first token
+        pa.field("mean_itl_ms", pa.float64()),  # pulls: the interval's mean inter-token latency
         pa.field("problems", pa.string()),
         pa.field("extra", pa.string()),
     ]

@@ -367,3 +367,17 @@ def test_a_window_that_fails_mid_pull_keeps_what_came_before(tmp_path, cli):
     (source,) = specscope.open_store(tmp_path / "s").sources.collect().to_dicts()
     # the watermark is the newest interval stored, before the window that failed
     assert source["watermark"] == spec["ts"].max()
+
+
+def test_latency_means_from_histogram_sums_and_counts():
+    labels = {"instance": "a", "model_name": "m", "engine": "0"}
+    series = [
+        Series("vllm:num_requests_running", labels, ((0, 3), (10, 3))),
+        Series("vllm:time_to_first_token_seconds_sum", labels, ((0, 1.0), (10, 3.0))),
+        Series("vllm:time_to_first_token_seconds_count", labels, ((0, 10), (10, 20))),
+        Series("vllm_inter_token_latency_seconds_sum", labels, ((0, 0.0), (10, 0.5))),
+        Series("vllm_inter_token_latency_seconds_count", labels, ((0, 0), (10, 100))),
+    ]
+    (row,) = [r for r in intervals(series).engine_stats if r.get("mean_ttft_ms")]
+    assert row["mean_ttft_ms"] == pytest.approx(200.0)
+    assert row["mean_itl_ms"] == pytest.approx(5.0)
