@@ -13,11 +13,15 @@ import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 
+from specscope.advise import advice_text
+from specscope.advise import advise as run_advise
 from specscope.definitions import load_definitions
+from specscope.detect import detect as run_detect
+from specscope.detect import load_config, load_reference
 from specscope.errors import ExitStatus, SpecscopeError
+from specscope.findings import Severity, finding_text
 from specscope.ingest import ingest as run_ingest
 from specscope.ingest import parse_overrides
 from specscope.prometheus import parse_duration
@@ -221,6 +225,77 @@ def scrape(
 
 
 @app.command(
+    epilog="Examples:\n\n"
+    "  specscope detect\n\n"
+    "  specscope detect --run s54e95cd2ea-2 --json\n\n"
+    "  specscope detect --since 2h --fail-on critical   # from cron: exit 11 on a finding",
+)
+def detect(
+    store: StoreOption = Path(DEFAULT_STORE),
+    run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
+    since: Annotated[str | None, typer.Option(help="Only records of the last 2h, 30m, ...")] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(help="Exit 11 when a finding is at least this severe: warning or critical."),
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML with thresholds to change.")] = None,
+    reference: Annotated[
+        Path | None, typer.Option(help="TOML with more reference entries.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find what is wrong with speculative decoding in the store's runs, worst first.
+
+    Kinds: zero_acceptance, low_acceptance, position_cliff, k_too_large,
+    concurrency_collapse, prefix_cache_penalty, no_speedup, kv_cache_saturation,
+    acceptance_drift, insufficient_data, error_signature. Each finding gives the evidence
+    (source lines, window, numbers and sample size), what was expected, why, and what to do.
+    """
+    try:
+        threshold = Severity.parse(fail_on) if fail_on else None
+        found = run_detect(
+            open_store(store),
+            run_ids=run,
+            since=parse_duration(since) if since else None,
+            config=load_config(config),
+            reference=load_reference(reference),
+        )
+    except ValueError as exc:
+        raise _fail(SpecscopeError(str(exc))) from exc
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json([f.to_dict() for f in found])
+    else:
+        typer.echo("\n\n".join(finding_text(f) for f in found) if found else "no findings")
+    if threshold is not None and any(f.severity >= threshold for f in found):
+        raise typer.Exit(int(ExitStatus.FINDINGS))
+
+
+@app.command(
+    epilog="Examples:\n\n  specscope advise\n\n  specscope advise --run s54e95cd2ea-3 "
+    "--cost-ratio 0.1 --json",
+)
+def advise(
+    store: StoreOption = Path(DEFAULT_STORE),
+    run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
+    cost_ratio: Annotated[
+        float | None, typer.Option(help="Cost of one draft position relative to a target pass (c).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Which k to draft: tau(k') and the expected speedup for each k' up to the run's k."""
+    try:
+        items = run_advise(open_store(store), run_ids=run, cost=cost_ratio)
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json([a.to_dict() for a in items])
+    else:
+        typer.echo(advice_text(items))
+
+
+@app.command(
     epilog="Examples:\n\n  specscope runs\n\n  specscope runs --store ./data --json",
 )
 def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) -> None:
@@ -282,16 +357,19 @@ def main(argv: list[str] | None = None) -> int:
             return status
     except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
-        typer.echo("specscope: aborted", err=True)
-        return int(ExitStatus.ERROR)
-    except click.ClickException as exc:
-        exc.show()
-        return int(ExitStatus.USAGE)
     except SpecscopeError as exc:
         typer.echo(f"specscope: error: {exc.one_line()}", err=True)
         return int(exc.exit_status)
-    except Exception as exc:  # an internal bug: one line, the traceback on request
+    except Exception as exc:
+        # Usage errors and aborts come from click, or from the copy of it typer vendors.
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if "ClickException" in kinds:
+            exc.show()  # type: ignore[attr-defined]
+            return int(ExitStatus.USAGE)
+        if "Abort" in kinds:
+            typer.echo("specscope: aborted", err=True)
+            return int(ExitStatus.ERROR)
+        # An internal bug: one line, the traceback on request.
         if os.environ.get("SPECSCOPE_DEBUG"):
             traceback.print_exc()
         typer.echo(

@@ -19,6 +19,7 @@ class ExitStatus(IntEnum):
     NO_TELEMETRY = 8  # text, but no speculative-decoding telemetry in it
     STORE_ERROR = 9  # the store is unreadable, locked, or of a newer schema
     PROMETHEUS = 10  # a Prometheus or /metrics endpoint failed (what came before is kept)
+    FINDINGS = 11  # detect: a finding reached --fail-on
 
 
 class SpecscopeError(Exception):

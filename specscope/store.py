@@ -139,6 +139,10 @@ class Store:
         return self.table("events")
 
     @property
+    def bench(self) -> pl.LazyFrame:
+        return self.table("bench")
+
+    @property
     def sources(self) -> pl.LazyFrame:
         return self.table("sources")
 

@@ -1,0 +1,85 @@
+"""``advise``: which k to draft, from a run's per-position acceptance curve.
+
+For each k' <= k: tau(k') = 1 + sum of a_i for i <= k' (read off the curve for chain
+drafters, an estimate for block drafters) and the expected speedup S(k') = tau(k') /
+(1 + c k') for chain drafters, tau(k') / (1 + c) for block drafters (Leviathan et al. 2023,
+Thm 3.8's cost model; c is the cost of a draft position relative to a target pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from specscope.derive import DRAFTER_KINDS
+from specscope.detect import Config, cost_ratio, gather, k_curve, load_config
+from specscope.store import Store
+
+
+@dataclass
+class Advice:
+    run_id: str
+    method: str | None
+    k: int
+    cost_ratio: float
+    cost_source: str
+    block: bool
+    curve: list[dict[str, float]] = field(default_factory=list)
+    best_k: int = 0
+    drafts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def advise(
+    store: Store,
+    *,
+    run_ids: Iterable[str] | None = None,
+    cost: float | None = None,
+    config: Config | None = None,
+) -> list[Advice]:
+    ev = gather(store, run_ids=run_ids, config=config or load_config())
+    out = []
+    for run_id, agg in ev.per_run.items():
+        a = [x for x in (agg.get("per_position") or []) if x is not None]
+        if not a:
+            continue
+        run = ev.runs.get(run_id, {})
+        method = run.get("spec_method") or ("mtp" if run.get("drafter_loader") == "MTP" else None)
+        c, why = cost_ratio(ev.config, method, cost)
+        block = DRAFTER_KINDS.get(method or "") == "block"
+        curve = k_curve(a, c, block)
+        best = max(curve, key=lambda p: p["speedup"])["k"]
+        out.append(
+            Advice(
+                run_id, method, len(a), c, why, block, curve, int(best), int(agg.get("drafts") or 0)
+            )
+        )
+    return out
+
+
+def advice_text(items: list[Advice]) -> str:
+    if not items:
+        return "no run with a per-position acceptance curve"
+    lines = []
+    for a in items:
+        if a.block:
+            kind = "block drafter: tau at a smaller k is an estimate"
+        elif DRAFTER_KINDS.get(a.method or "") == "chain":
+            kind = "chain drafter: tau read off the curve"
+        else:
+            kind = "method unknown, costed as a chain drafter"
+        lines.append(
+            f"run {a.run_id}  method {a.method or '?'}  k={a.k}  ({kind}; "
+            f"c={a.cost_ratio} {a.cost_source}; {a.drafts:,} drafts)"
+        )
+        lines.append("    k'    tau    speedup")
+        for p in a.curve:
+            mark = "  <- best" if p["k"] == a.best_k else ""
+            lines.append(f"  {int(p['k']):4d}  {p['tau']:5.2f}  {p['speedup']:7.3f}{mark}")
+    return "\n".join(lines)
+
+
+__all__ = ["Advice", "advice_text", "advise"]

@@ -1,0 +1,256 @@
+"""`specscope detect` and `advise`: the seed scenarios give what a careful reader expects,
+and each finding kind fires on the data that should trigger it and not on healthy data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import specscope
+from specscope.advise import advise
+from specscope.detect import detect, k_curve
+from specscope.errors import ExitStatus
+from specscope.findings import Severity, wilson
+
+from .helpers import SEEDS
+from .loglines import spec, start, stats
+
+INT4 = SEEDS / "003_83783f5568908b19.txt"
+DFLASH = SEEDS / "002_2dcac71f91935498.txt"
+
+
+def _store(tmp_path, *paths, **kw):
+    store = tmp_path / "store"
+    specscope.ingest(list(paths), store=store, year=2026, **kw).raise_for_errors()
+    return specscope.open_store(store)
+
+
+def _log(tmp_path, name, lines):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _kinds(findings, severity=Severity.INFO):
+    return {(f.kind, f.run_id) for f in findings if f.severity >= severity}
+
+
+# -- the seeds ------------------------------------------------------------------------------
+
+
+def test_seed_003_int4_mtp_is_zero_acceptance(tmp_path):
+    store = _store(tmp_path, INT4)
+    found = detect(store)
+    zero = [f for f in found if f.kind == "zero_acceptance"]
+    assert [f.run_id for f in zero] == ["s54e95cd2ea-2"]
+    assert zero[0].severity == Severity.CRITICAL
+    assert "MTP" in zero[0].explanation and "INT4" in zero[0].explanation
+    assert zero[0].lines == (20, 44)
+    assert zero[0].sample["drafts"] == 4869
+    # the BF16 run (85.8% at its end) is healthy
+    assert not {f for f in found if f.run_id == "s54e95cd2ea-3" and f.severity >= Severity.WARNING}
+
+
+def test_seed_003_with_the_quantization_said(tmp_path):
+    store = _store(tmp_path, INT4, overrides={"quantization": "int4-awq"})
+    (zero,) = [f for f in detect(store) if f.kind == "zero_acceptance"]
+    assert "quantized target (int4-awq)" in zero.explanation
+    assert "BF16 or FP8" in zero.next_step
+
+
+def test_seed_002_concurrency_collapse(tmp_path):
+    store = _store(tmp_path, DFLASH)
+    found = detect(store)
+    (collapse,) = [f for f in found if f.kind == "concurrency_collapse"]
+    assert collapse.severity == Severity.CRITICAL
+    assert collapse.measured["rate_one_running"] == pytest.approx(0.372, abs=0.01)
+    assert collapse.measured["rate_two_or_more"] == pytest.approx(0.106, abs=0.01)
+    # the benchmark runs on BF16 and FP8 (tau 8.09 and 7.98) are healthy
+    for run_id in ("s09b4732cdd-1", "s09b4732cdd-2"):
+        assert not [f for f in found if f.run_id == run_id and f.severity >= Severity.WARNING]
+
+
+def test_healthy_seed_runs_have_no_warning(tmp_path):
+    store = _store(tmp_path, INT4, DFLASH)
+    flagged = _kinds(detect(store), Severity.WARNING)
+    healthy = {"s54e95cd2ea-3", "s09b4732cdd-1", "s09b4732cdd-2"}
+    assert not {run for _, run in flagged if run in healthy}
+
+
+# -- each kind on a scenario built for it ------------------------------------------------------
+
+
+def _scenario(tmp_path, name, lines, **kw):
+    return _store(tmp_path, _log(tmp_path, name, lines), **kw)
+
+
+def test_position_cliff(tmp_path):
+    lines = [start(7, "meta-llama/Llama-3.1-8B-Instruct", "eagle3", 3)]
+    for i in range(1, 8):
+        lines += [stats(i, pid=7), spec(i, 100, [83, 7, 5], pid=7)]
+    (cliff,) = [
+        f for f in detect(_scenario(tmp_path, "cliff.log", lines)) if f.kind == "position_cliff"
+    ]
+    assert cliff.measured["position"] == 1
+    assert cliff.measured["conditional"] == pytest.approx(7 / 83, abs=0.01)
+
+
+def test_k_too_large_for_a_chain_drafter(tmp_path):
+    lines = [start(3, "Qwen/Qwen3-8B", "eagle", 8)]
+    for i in range(1, 8):
+        lines += [stats(i, pid=3), spec(i, 100, [80, 60, 40, 5, 2, 1, 0, 0], pid=3)]
+    store = _scenario(tmp_path, "k.log", lines)
+    (k,) = [f for f in detect(store) if f.kind == "k_too_large"]
+    assert k.expected["k"] == 3
+    assert k.expected["tau"] == pytest.approx(2.8, abs=0.01)
+    (advice,) = advise(store)
+    assert advice.best_k == 3 and advice.k == 8 and not advice.block
+
+
+def test_no_k_advice_for_a_healthy_curve(tmp_path):
+    lines = [start(3, "Qwen/Qwen3-8B", "eagle", 3)]
+    for i in range(1, 8):
+        lines += [stats(i, pid=3), spec(i, 100, [80, 60, 45], pid=3)]
+    assert not [
+        f
+        for f in detect(_scenario(tmp_path, "ok.log", lines))
+        if f.kind != "k_too_large" and f.severity >= Severity.WARNING
+    ]
+    assert not [
+        f for f in detect(specscope.open_store(tmp_path / "store")) if f.kind == "k_too_large"
+    ]
+
+
+def test_low_acceptance_against_the_reference(tmp_path):
+    lines = [start(5, "deepseek-ai/DeepSeek-V3", "deepseek_mtp", 1)]
+    for i in range(1, 10):
+        lines += [stats(i, pid=5), spec(i, 200, [30], pid=5)]
+    (low,) = [
+        f for f in detect(_scenario(tmp_path, "low.log", lines)) if f.kind == "low_acceptance"
+    ]
+    assert low.expected["a1"] == 0.8 and low.measured["a1"] == pytest.approx(0.15)
+    assert low.severity == Severity.CRITICAL  # below a quarter of what MTP reaches
+
+
+def test_prefix_cache_penalty_across_runs(tmp_path):
+    lines = [start(11, "Qwen/Qwen3.5-27B", "dflash", 3, enable_prefix_caching=True)]
+    for i in range(1, 8):
+        lines += [stats(i, pid=11), spec(i, 100, [40, 20, 10], pid=11)]
+    lines += [start(12, "Qwen/Qwen3.5-27B", "dflash", 3, enable_prefix_caching=False)]
+    for i in range(10, 17):
+        lines += [stats(i, pid=12), spec(i, 100, [80, 60, 40], pid=12)]
+    found = detect(_scenario(tmp_path, "pc.log", lines))
+    (penalty,) = [f for f in found if f.kind == "prefix_cache_penalty"]
+    assert penalty.measured["rate_caching_on"] == pytest.approx(70 / 300)
+    assert penalty.measured["rate_caching_off"] == pytest.approx(180 / 300)
+
+
+def test_kv_cache_saturation(tmp_path):
+    lines = []
+    for i in range(1, 9):
+        lines += [stats(i, running=30, waiting=12, kv=98.5), spec(i, 100, [70, 50])]
+    assert [
+        f.kind
+        for f in detect(_scenario(tmp_path, "kv.log", lines))
+        if f.kind == "kv_cache_saturation"
+    ] == ["kv_cache_saturation"]
+
+
+def test_acceptance_drift(tmp_path):
+    lines = []
+    for i in range(1, 9):
+        lines += [stats(i), spec(i, 100, [70, 50] if i < 5 else [20, 5])]
+    (drift,) = [
+        f for f in detect(_scenario(tmp_path, "drift.log", lines)) if f.kind == "acceptance_drift"
+    ]
+    assert drift.severity == Severity.WARNING
+    assert drift.measured["rate_before"] == pytest.approx(0.6)
+    assert drift.measured["rate_after"] == pytest.approx(0.125)
+
+
+def test_insufficient_data(tmp_path):
+    found = detect(_scenario(tmp_path, "few.log", [stats(1), spec(1, 30, [30, 30])]))
+    assert [f.kind for f in found] == ["insufficient_data"]
+
+
+def test_error_signature(tmp_path):
+    lines = [
+        stats(1),
+        spec(1, 300, [200, 100]),
+        "RuntimeError: The size of tensor a (5120) must match the size of tensor b "
+        "(4096) at non-singleton dimension 1",
+    ]
+    (err,) = [
+        f for f in detect(_scenario(tmp_path, "err.log", lines)) if f.kind == "error_signature"
+    ]
+    assert err.severity == Severity.CRITICAL and err.lines == (3, 3)
+
+
+def test_no_speedup_from_bench_blocks(tmp_path):
+    block = """============ Serving Benchmark Result ============
+Successful requests:                     100
+Maximum request concurrency:             8
+Benchmark duration (s):                  60.0
+Output token throughput (tok/s):         {tput}
+{spec}=================================================="""
+    section = """---------------Speculative Decoding---------------
+Acceptance rate (%):                     30.00
+Acceptance length:                       2.20
+Drafts:                                  10000
+Draft tokens:                            40000
+Accepted tokens:                         12000
+"""
+    text = block.format(tput="588.00", spec="") + "\n" + block.format(tput="410.00", spec=section)
+    found = detect(_scenario(tmp_path, "bench.txt", text.splitlines()))
+    (slow,) = [f for f in found if f.kind == "no_speedup"]
+    assert slow.measured["speedup"] == pytest.approx(410 / 588)
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def test_cli_exit_statuses_and_json(cli, tmp_path):
+    store = tmp_path / "s"
+    assert cli("ingest", INT4, "--store", store).status == 0
+    r = cli("detect", "--store", store, "--fail-on", "critical")
+    assert r.status == ExitStatus.FINDINGS
+    assert r.out.startswith("CRITICAL zero_acceptance")
+    data = json.loads(cli("detect", "--store", store, "--json").out)
+    assert data[0]["kind"] == "zero_acceptance" and data[0]["severity"] == "critical"
+    assert (
+        cli("detect", "--store", store, "--run", "s54e95cd2ea-3", "--fail-on", "warning").status
+        == 0
+    )
+    bad = cli("detect", "--store", store, "--run", "nope")
+    assert bad.status == ExitStatus.ERROR and "no run nope" in bad.err
+    assert cli("detect", "--store", store, "--fail-on", "loud").status == ExitStatus.ERROR
+
+
+def test_cli_advise(cli, tmp_path):
+    store = tmp_path / "s"
+    assert cli("ingest", DFLASH, "--store", store).status == 0
+    r = cli("advise", "--store", store, "--run", "s09b4732cdd-5", "--cost-ratio", "0.1")
+    assert r.status == 0 and "<- best" in r.out
+    (item,) = json.loads(cli("advise", "--store", store, "--run", "s09b4732cdd-5", "--json").out)
+    assert item["k"] == 16 and 1 <= item["best_k"] < 16
+
+
+def test_config_overrides_thresholds(cli, tmp_path):
+    store = tmp_path / "s"
+    cli("ingest", INT4, "--store", store)
+    config = tmp_path / "detect.toml"
+    config.write_text("[evidence]\nmin_drafts = 100000\nmin_drafts_per_side = 100000\n")
+    data = json.loads(cli("detect", "--store", store, "--config", config, "--json").out)
+    assert {d["kind"] for d in data} == {"insufficient_data"}
+    config.write_text("[nonsense]\nx = 1\n")
+    assert cli("detect", "--store", store, "--config", config).status == ExitStatus.ERROR
+
+
+def test_wilson_and_k_curve():
+    low, high = wilson(50, 100)
+    assert low < 0.5 < high and high - low < 0.2
+    assert wilson(0, 0) == (0.0, 1.0)
+    curve = k_curve([0.8, 0.6, 0.1], 0.1, block=False)
+    assert [round(p["tau"], 2) for p in curve] == [1.8, 2.4, 2.5]
+    assert curve[1]["speedup"] == pytest.approx(2.4 / 1.2)
