@@ -17,6 +17,8 @@ import typer
 
 from specscope.advise import advice_text
 from specscope.advise import advise as run_advise
+from specscope.compare import compare as run_compare
+from specscope.compare import comparison_text
 from specscope.definitions import load_definitions
 from specscope.detect import detect as run_detect
 from specscope.detect import load_config, load_reference
@@ -26,6 +28,8 @@ from specscope.ingest import ingest as run_ingest
 from specscope.ingest import parse_overrides
 from specscope.prometheus import parse_duration
 from specscope.prometheus import pull as run_pull
+from specscope.redact import Redactor
+from specscope.report import build_report, write_report
 from specscope.runs import runs_overview
 from specscope.scrape import scrape as run_scrape
 from specscope.store import DEFAULT_STORE, open_store
@@ -293,6 +297,76 @@ def advise(
         _print_json([a.to_dict() for a in items])
     else:
         typer.echo(advice_text(items))
+
+
+@app.command(
+    epilog="Examples:\n\n"
+    "  specscope report --out report.md        # PNG charts in report_files/\n\n"
+    "  specscope report --run s09b4732cdd-5 --out triage.html\n\n"
+    "  specscope report --json",
+)
+def report(
+    out: Annotated[
+        Path | None,
+        typer.Option(help="report.md (Markdown, PNG charts beside it) or report.html (one file)."),
+    ] = None,
+    store: StoreOption = Path(DEFAULT_STORE),
+    run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact/--no-redact", help="Hide tokens, keys and home paths (on by default)."
+        ),
+    ] = True,
+    redact_hosts: Annotated[bool, typer.Option(help="Hide hosts and IP addresses too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Write a triage report to attach to a GitHub issue (Markdown or HTML).
+
+    A verdict, the runs, the findings with redacted log lines, per-position acceptance and
+    the k advice, charts, and what moves acceptance across the runs of the store.
+    """
+    try:
+        redactor = Redactor(enabled=redact, hosts=redact_hosts)
+        built = build_report(
+            open_store(store), run_ids=run, redactor=redactor, with_charts=not as_json
+        )
+        if as_json:
+            _print_json(built.to_dict())
+            return
+        if out is None:
+            raise SpecscopeError("--out report.md or --out report.html is needed (or --json)")
+        path = write_report(built, out)
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    except OSError as exc:
+        raise _fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
+    typer.echo(
+        f"wrote {path} ({len(built.findings)} findings, {len(built.charts)} charts). "
+        f"{built.redaction}"
+    )
+
+
+@app.command(
+    epilog="Examples:\n\n  specscope compare s54e95cd2ea-2 s54e95cd2ea-3\n\n"
+    "  specscope compare RUN_A RUN_B --json",
+)
+def compare(
+    run_a: Annotated[str, typer.Argument(help="The first run (A).", show_default=False)],
+    run_b: Annotated[str, typer.Argument(help="The second run (B).", show_default=False)],
+    store: StoreOption = Path(DEFAULT_STORE),
+    as_json: JsonOption = False,
+) -> None:
+    """Two runs side by side: what differs in their configuration, and each measure's
+    difference with its 95% interval (Newcombe, drafts as trials)."""
+    try:
+        result = run_compare(open_store(store), run_a, run_b)
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        typer.echo(comparison_text(result))
 
 
 @app.command(

@@ -1,0 +1,189 @@
+"""The report's charts, as Altair specs built from store frames. Titles and labels that
+come from logs are passed through the report's redactor; Vega renders text as text, never
+as markup."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import altair as alt
+import polars as pl
+
+from specscope.findings import wilson
+
+Redact = Callable[[str | None], str | None]
+WIDTH = 560
+HEIGHT = 260
+
+
+def _frame(rows: list[dict[str, object]]) -> alt.Data:
+    return alt.Data(values=rows)
+
+
+def per_position(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerChart | None:
+    """Per-position acceptance a_i per run, with Wilson bands (drafts as trials)."""
+    rows = []
+    for run in per_run:
+        counts = run.get("accepted_per_pos") or []
+        drafts = run.get("drafts") or 0
+        for i, count in enumerate(counts):  # type: ignore[arg-type]
+            if count is None or not drafts:
+                continue
+            low, high = wilson(count, drafts)  # type: ignore[arg-type]
+            rows.append(
+                {
+                    "run": redact(str(run["label"])),
+                    "position": i + 1,
+                    "acceptance": count / drafts,
+                    "low": low,
+                    "high": high,
+                }
+            )
+    if not rows:
+        return None
+    base = alt.Chart(_frame(rows)).encode(
+        x=alt.X("position:O", title="draft position"),
+        color=alt.Color("run:N", title="run"),
+    )
+    band = base.mark_area(opacity=0.2).encode(y="low:Q", y2="high:Q")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("acceptance:Q", title="accepted (share of drafts)", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["run:N", "position:O", alt.Tooltip("acceptance:Q", format=".3f")],
+    )
+    return (band + line).properties(title="Per-position acceptance", width=WIDTH, height=HEIGHT)
+
+
+def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
+    """Each interval's acceptance rate, with the running requests of its engine stats."""
+    rows = spec.filter(pl.col("ts").is_not_null() & (pl.col("draft_tokens") > 0)).select(
+        pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("time"),
+        (pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance"),
+        pl.col("running_reqs"),
+        pl.col("run_id").alias("run"),
+    )
+    if rows.height < 2:
+        return None
+    data = _frame([{**r, "run": redact(r["run"])} for r in rows.to_dicts()])
+    base = alt.Chart(data).encode(x=alt.X("time:T", title="time"))
+    rate = base.mark_line(point=True).encode(
+        y=alt.Y("acceptance:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("run:N"),
+    )
+    running = base.mark_bar(opacity=0.25, color="gray").encode(
+        y=alt.Y("running_reqs:Q", title="requests running"),
+    )
+    return (
+        alt.layer(running, rate)
+        .resolve_scale(y="independent")
+        .properties(title="Acceptance over time, with requests running", width=WIDTH, height=HEIGHT)
+    )
+
+
+def _weighted(spec: pl.DataFrame, by: str) -> list[dict[str, object]]:
+    grouped = (
+        spec.filter(pl.col(by).is_not_null() & pl.col("drafts").is_not_null())
+        .group_by(by)
+        .agg(pl.col("accepted_tokens").sum(), pl.col("draft_tokens").sum(), pl.col("drafts").sum())
+        .sort(by)
+    )
+    out = []
+    for r in grouped.to_dicts():
+        if not r["draft_tokens"] or not r["drafts"]:
+            continue
+        k = r["draft_tokens"] / r["drafts"]
+        low, high = wilson(r["accepted_tokens"] / k, r["drafts"])
+        out.append(
+            {
+                by: r[by],
+                "acceptance": r["accepted_tokens"] / r["draft_tokens"],
+                "low": low,
+                "high": high,
+                "drafts": r["drafts"],
+            }
+        )
+    return out
+
+
+def against_running(spec: pl.DataFrame) -> alt.LayerChart | None:
+    rows = _weighted(spec, "running_reqs")
+    if len(rows) < 2:
+        return None
+    base = alt.Chart(_frame(rows)).encode(x=alt.X("running_reqs:O", title="requests running"))
+    return (
+        base.mark_rule().encode(y="low:Q", y2="high:Q")
+        + base.mark_point(filled=True, size=80).encode(
+            y=alt.Y(
+                "acceptance:Q",
+                title="acceptance rate (summed counts)",
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            tooltip=["running_reqs:O", alt.Tooltip("acceptance:Q", format=".3f"), "drafts:Q"],
+        )
+    ).properties(title="Acceptance against requests running", width=WIDTH, height=HEIGHT)
+
+
+def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None:
+    rows = spec.filter(
+        pl.col("prefix_cache_hit_rate").is_not_null() & (pl.col("draft_tokens") > 0)
+    ).select(
+        "prefix_cache_hit_rate",
+        (pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance"),
+        "drafts",
+        pl.col("run_id").alias("run"),
+    )
+    if rows.height < 2 or rows["prefix_cache_hit_rate"].n_unique() < 2:
+        return None
+    data = _frame([{**r, "run": redact(r["run"])} for r in rows.to_dicts()])
+    return (
+        alt.Chart(data)
+        .mark_circle(opacity=0.6)
+        .encode(
+            x=alt.X(
+                "prefix_cache_hit_rate:Q",
+                title="prefix cache hit rate",
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            y=alt.Y("acceptance:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
+            size=alt.Size("drafts:Q", title="drafts"),
+            color="run:N",
+        )
+        .properties(title="Acceptance against prefix cache hit rate", width=WIDTH, height=HEIGHT)
+    )
+
+
+def across_runs(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerChart | None:
+    rows = []
+    for run in per_run:
+        drafts, tokens, accepted = (
+            run.get("drafts"),
+            run.get("draft_tokens"),
+            run.get("accepted_tokens"),
+        )
+        if not drafts or not tokens:
+            continue
+        k = tokens / drafts  # type: ignore[operator]
+        low, high = wilson(accepted / k, drafts)  # type: ignore[operator,arg-type]
+        rows.append(
+            {
+                "run": redact(str(run["label"])),
+                "acceptance": run["acceptance_rate"],
+                "low": low,
+                "high": high,
+            }
+        )
+    if len(rows) < 2:
+        return None
+    base = alt.Chart(_frame(rows)).encode(y=alt.Y("run:N", title=None, sort=None))
+    return (
+        base.mark_bar().encode(
+            x=alt.X(
+                "acceptance:Q",
+                title="acceptance rate (summed counts)",
+                scale=alt.Scale(domain=[0, 1]),
+            )
+        )
+        + base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
+    ).properties(title="Acceptance across runs", width=WIDTH, height=max(120, 26 * len(rows)))
+
+
+__all__ = ["across_runs", "against_prefix_cache", "against_running", "over_time", "per_position"]

@@ -1,0 +1,105 @@
+"""``compare``: two runs side by side, the difference of each measure and its interval."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from specscope.detect import gather
+from specscope.errors import SpecscopeError
+from specscope.findings import wilson
+from specscope.report import newcombe
+from specscope.schema import CONFIG_COLUMNS
+from specscope.store import Store
+
+
+@dataclass
+class Comparison:
+    run_a: str
+    run_b: str
+    config: list[dict[str, Any]]  # the configuration values that differ
+    measures: list[dict[str, Any]]  # name, a, b, difference, interval
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def compare(store: Store, run_a: str, run_b: str) -> Comparison:
+    ev = gather(store, run_ids=[run_a, run_b])
+    aggs = [ev.per_run.get(run_a), ev.per_run.get(run_b)]
+    for run_id, agg in zip((run_a, run_b), aggs, strict=True):
+        if not agg or not agg.get("draft_tokens") or not agg.get("drafts"):
+            raise SpecscopeError(f"run {run_id} has no spec-decode counts to compare")
+    a, b = aggs[0], aggs[1]
+    assert a is not None and b is not None
+    config = [
+        {"field": c, "a": ev.runs[run_a].get(c), "b": ev.runs[run_b].get(c)}
+        for c in CONFIG_COLUMNS
+        if ev.runs[run_a].get(c) != ev.runs[run_b].get(c)
+    ]
+    low, high = newcombe(a, b)
+    measures = [
+        {
+            "name": "drafts",
+            "a": a["drafts"],
+            "b": b["drafts"],
+            "difference": b["drafts"] - a["drafts"],
+            "interval": None,
+        },
+        {
+            "name": "acceptance_rate",
+            "a": a["acceptance_rate"],
+            "b": b["acceptance_rate"],
+            "difference": b["acceptance_rate"] - a["acceptance_rate"],
+            "interval": [low, high],
+        },
+        {
+            "name": "mean_acceptance_length",
+            "a": a["mean_acceptance_length"],
+            "b": b["mean_acceptance_length"],
+            "difference": (b["mean_acceptance_length"] or 0) - (a["mean_acceptance_length"] or 0),
+            "interval": None,
+        },
+    ]
+    pa, pb = a.get("accepted_per_pos") or [], b.get("accepted_per_pos") or []
+    for i in range(min(len(pa), len(pb))):
+        if pa[i] is None or pb[i] is None:
+            continue
+        ra, rb = pa[i] / a["drafts"], pb[i] / b["drafts"]
+        la, ua = wilson(pa[i], a["drafts"])
+        lb, ub = wilson(pb[i], b["drafts"])
+        d = rb - ra
+        measures.append(
+            {
+                "name": f"a_{i + 1}",
+                "a": ra,
+                "b": rb,
+                "difference": d,
+                "interval": [
+                    d - ((rb - lb) ** 2 + (ua - ra) ** 2) ** 0.5,
+                    d + ((ub - rb) ** 2 + (ra - la) ** 2) ** 0.5,
+                ],
+            }
+        )
+    return Comparison(run_a, run_b, config, measures)
+
+
+def comparison_text(c: Comparison) -> str:
+    lines = [f"A = {c.run_a}   B = {c.run_b}"]
+    for item in c.config:
+        lines.append(f"  {item['field']}: {item['a']} -> {item['b']}")
+    lines.append(f"  {'measure':24} {'A':>10} {'B':>10} {'B - A':>10}  interval (95%)")
+    for m in c.measures:
+
+        def fmt(v: Any) -> str:
+            return f"{v:,.0f}" if isinstance(v, int) else f"{v:.3f}"
+
+        interval = f"[{m['interval'][0]:+.3f}, {m['interval'][1]:+.3f}]" if m["interval"] else ""
+        lines.append(
+            f"  {m['name']:24} {fmt(m['a']):>10} {fmt(m['b']):>10} "
+            f"{m['difference']:>+10.3f}  {interval}"
+        )
+    return "\n".join(lines)
+
+
+__all__ = ["Comparison", "compare", "comparison_text"]

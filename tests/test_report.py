@@ -1,0 +1,241 @@
+"""`specscope report` and `compare`: real renders (PNG decoded, HTML in headless Chromium),
+redaction, and text from logs staying text."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+import specscope
+from specscope.compare import compare
+from specscope.redact import Redactor
+from specscope.report import GITHUB_COMMENT_LIMIT, build_report, md, render_markdown
+
+from .helpers import SEEDS
+from .loglines import spec, start, stats
+
+SECRETS = ("hf_AbCdEfGhIjKlMnOpQrSt", "sk-live-0123456789abcdef", "zqalice")
+INJECTION = '<script>document.title="PWNED"</script><img src=x onerror=alert(1)>'
+
+
+def _planted_log(tmp_path):
+    """A broken DFlash run (acceptance collapsing with two requests) and a healthy one, with
+    an API key, an HF token and a home path in the startup args, and a hostile model name."""
+    lines = [
+        start(
+            21,
+            "/home/zqalice/models/Qwen3.5-27B-FP8" + INJECTION,
+            "dflash",
+            8,
+            api_key=[SECRETS[1]],
+            hf_token=SECRETS[0],
+            served_model_name=[INJECTION],
+        )
+    ]
+    for i in range(1, 8):
+        lines += [
+            stats(i, running=1, pid=21),
+            spec(i, 120, [100, 80, 60, 40, 30, 20, 10, 5], pid=21),
+        ]
+    for i in range(8, 15):
+        lines += [stats(i, running=2, pid=21), spec(i, 120, [20, 10, 5, 2, 1, 0, 0, 0], pid=21)]
+    lines += [start(22, "Qwen/Qwen3.5-27B", "dflash", 8)]
+    for i in range(20, 28):
+        lines += [
+            stats(i, running=1, pid=22),
+            spec(i, 120, [110, 95, 80, 65, 50, 40, 30, 25], pid=22),
+        ]
+    path = tmp_path / "server.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def planted(tmp_path):
+    store = tmp_path / "store"
+    specscope.ingest(_planted_log(tmp_path), store=store, year=2026).raise_for_errors()
+    return specscope.open_store(store)
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_markdown_fits_a_comment_links_real_images_and_leaks_nothing(planted, tmp_path):
+    out = tmp_path / "out" / "report.md"
+    report = build_report(planted)
+    text = render_markdown(report, out)
+    out.write_text(text)
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(links) >= 4
+    for link in links:
+        image = out.parent / link
+        assert image.is_file()
+        width, height = _png_size(image.read_bytes())
+        assert width > 300 and height > 150
+    for secret in SECRETS:
+        assert secret not in text
+    assert "<script>" not in text and "<img" not in text
+    assert "concurrency_collapse" in text or "concurrency\\_collapse" in text
+    assert "Redacted" in text
+
+
+def test_cli_writes_html_that_chromium_draws_without_running_injected_script(
+    planted, tmp_path, cli
+):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    out = tmp_path / "report.html"
+    r = cli("report", "--store", planted.path, "--out", out)
+    assert r.status == 0, r.err
+    page = out.read_text()
+    for secret in SECRETS:
+        assert secret not in page
+    assert "http://" not in page.split("<script>", 1)[0].lower().replace("http://www.w3.org", "")
+    charts = page.count('class="chart"')
+    assert charts >= 4
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chrome'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert dom.count('data-rendered="yes"') == charts  # every chart drew
+    assert dom.count("<svg") >= charts
+    assert "<title>Speculative decoding triage</title>" in dom  # the injection did not run
+    assert "PWNED" not in dom.split("</title>")[0]
+    assert "&lt;script&gt;document.title" in dom  # the hostile name shows as text
+
+
+def test_report_json_and_no_redact(planted, cli):
+    data = json.loads(cli("report", "--store", planted.path, "--json").out)
+    assert {"verdict", "runs", "findings", "what_moves_acceptance"} <= set(data)
+    assert SECRETS[0] not in json.dumps(data)
+    raw = json.loads(cli("report", "--store", planted.path, "--json", "--no-redact").out)
+    assert "/home/zqalice" in json.dumps(raw)
+    assert "Redaction was off" in raw["redaction"]
+
+
+def test_verdict_and_tables_on_the_seeds(tmp_path):
+    store = tmp_path / "s"
+    specscope.ingest(
+        [SEEDS / "003_83783f5568908b19.txt", SEEDS / "002_2dcac71f91935498.txt"],
+        store=store,
+        year=2026,
+    ).raise_for_errors()
+    report = build_report(specscope.open_store(store), with_charts=False)
+    assert report.verdict.startswith(
+        "10 runs, 51,301 drafts observed. 2 critical findings "
+        "(concurrency_collapse, zero_acceptance)."
+    )
+    rows = {r["run"]: r for r in report.runs}
+    assert rows["s54e95cd2ea-3"]["acceptance_rate"] == pytest.approx(3623 / 7175)
+    assert rows["s09b4732cdd-1"]["mean_acceptance_length"] == pytest.approx(8.086, abs=1e-3)
+    kinds = [f["kind"] for f in report.findings]
+    assert kinds[:2] == ["zero_acceptance", "concurrency_collapse"]
+    zero = report.findings[0]
+    assert zero["evidence"][0].startswith("(APIServer pid=4741) INFO 04-07 17:19:49")
+
+
+def test_what_moves_acceptance_matched_pair_and_confounding(tmp_path):
+    model = "Qwen/Qwen3.5-27B"
+    lines = [start(31, model, "dflash", 3, enable_prefix_caching=True, quantization="gptq")]
+    lines += [
+        x for i in range(1, 6) for x in (stats(i, pid=31), spec(i, 100, [40, 20, 10], pid=31))
+    ]
+    lines += [start(32, model, "dflash", 3, enable_prefix_caching=False, quantization="gptq")]
+    lines += [
+        x for i in range(10, 15) for x in (stats(i, pid=32), spec(i, 100, [80, 60, 40], pid=32))
+    ]
+    lines += [
+        start(
+            33,
+            model,
+            "dflash",
+            3,
+            enable_prefix_caching=False,
+            quantization="fp8",
+            kv_cache_dtype="fp8",
+        )
+    ]
+    lines += [
+        x for i in range(20, 25) for x in (stats(i, pid=33), spec(i, 100, [70, 50, 30], pid=33))
+    ]
+    log = tmp_path / "moves.log"
+    log.write_text("\n".join(lines) + "\n")
+    specscope.ingest(log, store=tmp_path / "s", year=2026).raise_for_errors()
+    report = build_report(specscope.open_store(tmp_path / "s"), with_charts=False)
+    by_factor = {m["factor"]: m for m in report.moves}
+    caching = by_factor["enable_prefix_caching"]
+    (pair,) = caching["matched_pairs"]
+    assert pair["value_a"] is True and pair["value_b"] is False
+    assert pair["difference"] == pytest.approx(180 / 300 - 70 / 300)
+    assert pair["interval"][0] > 0  # caching off accepts more, and the interval says so
+    quant = by_factor["quantization"]  # fp8 weights came with an fp8 KV cache
+    assert quant["matched_pairs"] == []
+    assert "kv_cache_dtype" in quant["confounded_with"]
+
+
+def test_compare_two_runs(planted):
+    runs = sorted(planted.runs.collect()["run_id"])
+    result = compare(planted, runs[0], runs[1])
+    names = [m["name"] for m in result.measures]
+    assert names[:3] == ["drafts", "acceptance_rate", "mean_acceptance_length"]
+    rate = result.measures[1]
+    low, high = rate["interval"]
+    assert low < rate["difference"] < high
+    assert rate["difference"] > 0  # the healthy run accepts more
+    assert any(c["field"] == "model" for c in result.config)
+
+
+def test_cli_compare(planted, cli):
+    runs = sorted(planted.runs.collect()["run_id"])
+    r = cli("compare", runs[0], runs[1], "--store", planted.path)
+    assert r.status == 0 and "acceptance_rate" in r.out
+    bad = cli("compare", runs[0], "nope", "--store", planted.path)
+    assert bad.status != 0 and "no run nope" in bad.err
+
+
+def test_redactor():
+    red = Redactor()
+    text = red(
+        "args: {'api_key': ['sk-abcdefghijkl'], 'hf_token': 'hf_abcdefghijkl'} "
+        "Authorization: Bearer abc.def.ghi /home/bob/x http://u:p@h:1/"
+    )
+    assert "sk-abc" not in text and "hf_abc" not in text and "abc.def" not in text
+    assert "/home/bob" not in text and "u:p@" not in text
+    assert red.counts["token"] >= 3 and red.counts["path"] == 1
+    hosts = Redactor(hosts=True)
+    assert (
+        hosts("see 10.1.2.3 and http://prom.internal:9090/x")
+        == "see x.x.x.x and http://host:9090/x"
+    )
+    assert Redactor(enabled=False)("hf_abcdefghijkl") == "hf_abcdefghijkl"
+
+
+def test_markdown_text_is_text():
+    assert md("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert md("a|b*c_d`e[f]") == "a\\|b\\*c\\_d\\`e\\[f\\]"
