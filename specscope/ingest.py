@@ -195,7 +195,15 @@ def _ingest_one(
 ) -> tuple[SourceReport, dict[str, Any] | None]:
     src = open_source(path)
     absolute = path if path == "-" else str(Path(path).resolve())
-    same = next((k for k in known if k["sha256"] == src.sha256), None)
+    same = next(
+        (
+            k
+            for k in known
+            if k["sha256"] == src.sha256
+            or (k.get("content_sha256") and k["content_sha256"] == src.content_sha256)
+        ),
+        None,
+    )
     if same is not None:
         report = SourceReport(src.display, "unchanged", same["source_id"], same["lines"] or 0)
         report.found = {
@@ -256,6 +264,9 @@ def _ingest_one(
         "kind": "log",
         "size": src.size,
         "sha256": src.sha256,
+        "content_sha256": src.content_sha256,
+        "content_size": src.content_size,
+        "head_sha256": src.head_sha256,
         "mtime": src.mtime.replace(tzinfo=None),
         "lines": result.lines,
         "year": first_year,
@@ -273,12 +284,19 @@ def _ingest_one(
 
 
 def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The stored source whose text this one starts with: the same file grown, or a log
+    rotated away and found under its new name (``server.log.1``, ``server.log.2.gz``)."""
     for k in known:
+        size = k.get("content_size")
+        if not size or size >= src.content_size:
+            continue
         if (
-            k["path"] == absolute
-            and k["size"] < src.size
-            and src.prefix_sha256(k["size"]) == k["sha256"]
+            k.get("head_sha256")
+            and min(size, 65536) == 65536
+            and k["head_sha256"] != src.head_sha256
         ):
+            continue  # cheap: the first 64 KiB differ
+        if src.prefix_sha256(size) == k["content_sha256"]:
             return k
     return None
 

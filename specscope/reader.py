@@ -28,6 +28,7 @@ from specscope.errors import (
 )
 
 STDIN = "-"
+HEAD_BYTES = 65536
 _CHUNK = 1 << 20
 _SNIFF = 8192
 
@@ -41,21 +42,37 @@ class Source:
     size: int
     sha256: str
     mtime: datetime
+    # What identifies the text whatever its file: a rotated log may come back renamed or
+    # gzipped. For a plain file the content is the file.
+    content_sha256: str = ""
+    content_size: int = 0
+    head_sha256: str = ""  # of the first HEAD_BYTES of the content
     _data: bytes | None = field(default=None, repr=False)  # standard input, read once
     notes: list[str] = field(default_factory=list)  # partial input: what was not read
 
     def prefix_sha256(self, size: int) -> str:
-        """The digest of the first ``size`` bytes (to tell that a file grew)."""
+        """The digest of the first ``size`` bytes of the content (to tell that a log grew)."""
         h = hashlib.sha256()
-        with self._open_raw() as f:
-            left = size
-            while left > 0:
-                chunk = f.read(min(_CHUNK, left))
-                if not chunk:
-                    break
-                h.update(chunk)
-                left -= len(chunk)
+        left = size
+        for chunk in self._chunks():
+            if left <= 0:
+                break
+            h.update(chunk[:left])
+            left -= len(chunk)
         return h.hexdigest()
+
+    def identify(self) -> None:
+        """Hash the content (decompressed for gzip) once, to recognise it under any name."""
+        whole, head = hashlib.sha256(), hashlib.sha256()
+        size = 0
+        for chunk in self._chunks():
+            whole.update(chunk)
+            if size < HEAD_BYTES:
+                head.update(chunk[: HEAD_BYTES - size])
+            size += len(chunk)
+        self.content_sha256, self.content_size = whole.hexdigest(), size
+        self.head_sha256 = head.hexdigest()
+        self.notes.clear()  # a cut-off stream is reported when the lines are read
 
     def _open_raw(self) -> BinaryIO:
         if self._data is not None:
@@ -164,7 +181,9 @@ def open_source(path: str | os.PathLike[str]) -> Source:
         if not data.strip():
             raise InputEmptyError("standard input is empty", path="<stdin>")
         sha = hashlib.sha256(data).hexdigest()
-        return Source(STDIN, "<stdin>", len(data), sha, datetime.now(UTC), _data=data)
+        source = Source(STDIN, "<stdin>", len(data), sha, datetime.now(UTC), _data=data)
+        source.identify()
+        return source
     display = text_path
     p = Path(text_path)
     try:
@@ -189,7 +208,9 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     if size == 0:
         raise InputEmptyError("the file is empty", path=display)
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
-    return Source(text_path, display, size, sha, mtime)
+    source = Source(text_path, display, size, sha, mtime)
+    source.identify()
+    return source
 
 
 __all__ = ["STDIN", "Source", "open_source"]

@@ -175,7 +175,10 @@ SOURCES = pa.schema(
         pa.field("path", pa.string()),  # a file, or a Prometheus URL (never with credentials)
         pa.field("kind", pa.string()),  # log, prometheus or scrape
         pa.field("size", pa.int64()),  # bytes read (compressed size for .gz)
-        pa.field("sha256", pa.string()),
+        pa.field("sha256", pa.string()),  # of the file as it is (compressed for .gz)
+        pa.field("content_sha256", pa.string()),  # of the text: a rotated copy is the same log
+        pa.field("content_size", pa.int64()),
+        pa.field("head_sha256", pa.string()),  # of the text's first 64 KiB
         pa.field("mtime", pa.timestamp("ms")),
         pa.field("lines", pa.int64()),
         pa.field("year", pa.int32()),  # year given to the first timestamp
