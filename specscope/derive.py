@@ -97,7 +97,8 @@ def fill_drafts(row: Row) -> None:
     rates, drafts = row.get("per_position_rate"), row.get("drafts")
     if rates and drafts is not None and row.get("accepted_per_pos") is None:
         row["accepted_per_pos"] = [
-            None if r is None or math.isnan(r) else round(r * drafts) for r in rates
+            round(r * drafts) if r is not None and math.isfinite(r * drafts) else None
+            for r in rates
         ]
 
 

@@ -69,6 +69,8 @@ def convert(spec: FieldSpec, raw: str) -> Any:
             if not _LIST_ITEM.match(item):
                 raise FieldValueError(f"expected a number in the list, got {item.strip()[:40]!r}")
             v = _number(item)
+            if math.isinf(v) or v < 0:
+                raise FieldValueError(f"expected a rate in the list, got {item.strip()[:40]!r}")
             if kind == "percent_list":
                 v = _percent(v)
             values.append(None if math.isnan(v) else v)
@@ -76,13 +78,20 @@ def convert(spec: FieldSpec, raw: str) -> Any:
     value = _number(raw)
     if math.isnan(value):
         return None
+    if math.isinf(value) and kind != "float":  # a float may be inf (a request rate)
+        raise FieldValueError(f"expected a finite number, got {raw[:40]!r}")
     if kind == "int":
-        if not value.is_integer():
-            raise FieldValueError(f"expected a whole number, got {raw[:40]!r}")
+        if not value.is_integer() or not 0 <= value < _MAX_COUNT:
+            raise FieldValueError(f"expected a count, got {raw[:40]!r}")
         return int(value)
     if kind == "percent":
+        if value < 0:
+            raise FieldValueError(f"expected a percentage, got {raw[:40]!r}")
         return _percent(value)
     return value
+
+
+_MAX_COUNT = 2**53  # counts above this are not counts (and would not survive a float)
 
 
 def _percent(value: float) -> float:

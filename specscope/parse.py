@@ -263,15 +263,23 @@ def _envelope(m: regex.Match[str], year: int | None) -> Envelope:
         return int(v) if v else None
 
     proc = g.get("proc")
+    month, day, clock = num("month"), num("day"), g.get("time")
+    if not (month and 1 <= month <= 12 and day and 1 <= day <= 31) or not _CLOCK.fullmatch(
+        clock or ""
+    ):
+        month = day = clock = None  # digits where a date was expected: no timestamp
     return Envelope(
         proc=" ".join(proc.split()) if proc else None,
         pid=num("pid"),
         level=g.get("level"),
-        month=num("month"),
-        day=num("day"),
-        time=g.get("time"),
+        month=month,
+        day=day,
+        time=clock,
         year=num("year") or year,
     )
+
+
+_CLOCK = regex.compile(r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d")
 
 
 @dataclass(slots=True)
