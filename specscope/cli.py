@@ -30,6 +30,7 @@ from specscope.prometheus import parse_duration
 from specscope.prometheus import pull as run_pull
 from specscope.redact import Redactor
 from specscope.report import build_report, write_report
+from specscope.rules import rules_yaml
 from specscope.runs import runs_overview
 from specscope.scrape import scrape as run_scrape
 from specscope.store import DEFAULT_STORE, open_store
@@ -367,6 +368,39 @@ def compare(
         _print_json(result.to_dict())
     else:
         typer.echo(comparison_text(result))
+
+
+@app.command(
+    epilog="Examples:\n\n  specscope rules --out specscope-rules.yml\n\n"
+    "  specscope rules --selector '{job=\"vllm\"}' --config detect.toml > rules.yml\n\n"
+    "  promtool check rules specscope-rules.yml",
+)
+def rules(
+    out: Annotated[Path | None, typer.Option(help="Write here (default: standard output).")] = None,
+    selector: Annotated[str | None, typer.Option(help='Label matchers, e.g. {job="vllm"}.')] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="TOML with thresholds to change (the same file as detect's)."),
+    ] = None,
+) -> None:
+    """Write Prometheus recording and alerting rules that mirror the detectors.
+
+    Recording rules: acceptance rate, mean acceptance length and per-position acceptance per
+    instance, model and engine (rates summed before dividing). Alerts: zero acceptance while
+    drafting, low acceptance, concurrency collapse, KV cache saturated with a queue.
+    """
+    try:
+        text = rules_yaml(str(config) if config else None, selector)
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
+    typer.echo(f"wrote {out}")
 
 
 @app.command(

@@ -1,0 +1,217 @@
+"""``rules``: a Prometheus rule file that mirrors the detectors PromQL can express.
+
+Recording rules give acceptance rate, mean acceptance length and per-position acceptance per
+instance, model and engine, from ``rate()`` of the counters summed before dividing (never
+an average of ratios). Alerting rules: zero acceptance while drafting, acceptance below a
+threshold, acceptance with several requests running far below acceptance with one, and a
+KV cache saturated with a queue. Thresholds come from the ``[rules]`` section of the same
+config as ``detect``. Metric names are matched in both spellings (``vllm:`` and ``vllm_``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from specscope.detect import Config, load_config
+from specscope.errors import SpecscopeError
+from specscope.prometheus import series_selector
+
+BY = "instance, model_name, engine"
+PREFIX = "specscope:spec_decode"
+
+
+def _metric(name: str, matchers: str) -> str:
+    """A selector for ``vllm:name`` or ``vllm_name`` with the user's matchers."""
+    extra = f", {matchers}" if matchers else ""
+    return f'{{__name__=~"vllm[:_]{name}"{extra}}}'
+
+
+def _matchers(selector: str | None) -> str:
+    if not selector:
+        return ""
+    series_selector(selector)  # validates: label matchers only
+    text = selector.strip()
+    return text[1:-1].strip().rstrip(",") if text.startswith("{") else text
+
+
+def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
+    cfg = config["rules"]
+    window = cfg["window"]
+    m = _matchers(selector)
+
+    def rate(name: str, by: str = BY) -> str:
+        return f"sum by ({by}) (rate({_metric(name, m)}[{window}]))"
+
+    drafts = rate("spec_decode_num_drafts_total")
+    tokens = rate("spec_decode_num_draft_tokens_total")
+    accepted = rate("spec_decode_num_accepted_tokens_total")
+    per_pos = rate("spec_decode_num_accepted_tokens_per_pos_total", BY + ", position")
+    running = f"max by ({BY}) ({_metric('num_requests_running', m)})"
+    waiting = f"max by ({BY}) ({_metric('num_requests_waiting', m)})"
+    usage = (
+        f'max by ({BY}) ({{__name__=~"vllm[:_](kv_cache_usage_perc|gpu_cache_usage_perc)"'
+        f"{', ' + m if m else ''}}})"
+    )
+    recording = [
+        {"record": f"{PREFIX}:drafts:rate{window}", "expr": drafts},
+        {"record": f"{PREFIX}:draft_tokens:rate{window}", "expr": tokens},
+        {"record": f"{PREFIX}:accepted_tokens:rate{window}", "expr": accepted},
+        {"record": f"{PREFIX}:acceptance_rate:rate{window}", "expr": f"{accepted} / {tokens}"},
+        {
+            "record": f"{PREFIX}:mean_acceptance_length:rate{window}",
+            "expr": f"1 + {accepted} / {drafts}",
+        },
+        {
+            "record": f"{PREFIX}:per_position_acceptance:rate{window}",
+            "expr": f"{per_pos} / on ({BY}) group_left {drafts}",
+        },
+        # Counts by load, so that the collapse alert divides sums, not averages of ratios.
+        {
+            "record": f"{PREFIX}:accepted_tokens_one_running:rate{window}",
+            "expr": f"{accepted} and on ({BY}) ({running} == 1)",
+        },
+        {
+            "record": f"{PREFIX}:draft_tokens_one_running:rate{window}",
+            "expr": f"{tokens} and on ({BY}) ({running} == 1)",
+        },
+        {
+            "record": f"{PREFIX}:accepted_tokens_several_running:rate{window}",
+            "expr": f"{accepted} and on ({BY}) ({running} >= 2)",
+        },
+        {
+            "record": f"{PREFIX}:draft_tokens_several_running:rate{window}",
+            "expr": f"{tokens} and on ({BY}) ({running} >= 2)",
+        },
+    ]
+    rec = {r["record"].split(":")[2]: r["record"] for r in recording}
+    span = cfg["collapse_window"]
+
+    def runbook(what: str) -> str:
+        return (
+            f"Run `specscope pull --prometheus <this Prometheus> --since 1h` then "
+            f"`specscope detect`: it checks {what}."
+        )
+
+    alerts = [
+        {
+            "alert": "SpecDecodeZeroAcceptance",
+            "expr": f"{rec['drafts']} > 0 and {rec['acceptance_rate']} <= "
+            f"{config['zero_acceptance']['max_rate']}",
+            "for": cfg["zero_for"],
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "Speculative decoding drafts but accepts (almost) nothing",
+                "description": "Draft tokens are proposed and verified but at most "
+                f"{config['zero_acceptance']['max_rate']:.0%} are accepted: every draft is "
+                "wasted work. Typical causes: an MTP head on an INT4-quantized target, a draft "
+                "model of another family, an unloaded head.",
+                "runbook": runbook(
+                    "the run's quantization, method and drafter events (zero_acceptance)"
+                ),
+            },
+        },
+        {
+            "alert": "SpecDecodeLowAcceptance",
+            "expr": f"{rec['drafts']} > 0 and {rec['acceptance_rate']} < "
+            f"{cfg['low_acceptance_rate']} and {rec['acceptance_rate']} > "
+            f"{config['zero_acceptance']['max_rate']}",
+            "for": cfg["low_for"],
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Speculative decoding acceptance is low",
+                "description": f"Less than {cfg['low_acceptance_rate']:.0%} of draft tokens "
+                "are accepted: drafting may cost more than it saves.",
+                "runbook": runbook(
+                    "acceptance against what the method usually reaches, the "
+                    "per-position curve and k (low_acceptance, k_too_large)"
+                ),
+            },
+        },
+        {
+            "alert": "SpecDecodeConcurrencyCollapse",
+            "expr": (
+                f"(sum_over_time({rec['accepted_tokens_several_running']}[{span}]) / "
+                f"sum_over_time({rec['draft_tokens_several_running']}[{span}])) < "
+                f"{config['concurrency_collapse']['max_ratio']} * "
+                f"(sum_over_time({rec['accepted_tokens_one_running']}[{span}]) / "
+                f"sum_over_time({rec['draft_tokens_one_running']}[{span}]))"
+            ),
+            "for": cfg["collapse_for"],
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "Acceptance collapses when requests share a batch",
+                "description": "With two or more requests running, acceptance is below "
+                f"{config['concurrency_collapse']['max_ratio']:.0%} of what it is with one.",
+                "runbook": runbook(
+                    "acceptance at one request against two or more, with "
+                    "intervals (concurrency_collapse)"
+                ),
+            },
+        },
+        {
+            "alert": "KVCacheSaturatedWithQueue",
+            "expr": f"{usage} >= {config['kv_cache_saturation']['min_usage']} and on ({BY}) "
+            f"{waiting} > 0",
+            "for": cfg["kv_for"],
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "KV cache full with requests waiting",
+                "description": "The KV cache is nearly full and requests queue: slowness here "
+                "is memory, not speculation.",
+                "runbook": runbook("KV cache usage against the queue (kv_cache_saturation)"),
+            },
+        },
+    ]
+    return {
+        "groups": [
+            {"name": "specscope-spec-decode-recording", "rules": recording},
+            {"name": "specscope-spec-decode-alerts", "rules": alerts},
+        ]
+    }
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """A small YAML writer for the rule file's shapes: strings are double-quoted JSON
+    scalars (valid YAML), so a PromQL expression needs no escaping rules of its own."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            if isinstance(item, dict | list) and item:
+                lines.append(f"{pad}{key}:\n{to_yaml(item, indent + 1)}")
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+        return "\n".join(lines)
+    if isinstance(value, list):
+        lines = []
+        for item in value:
+            body = to_yaml(item, indent + 1)
+            lines.append(f"{pad}- {body.lstrip()}")
+        return "\n".join(lines)
+    return pad + _scalar(value)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    if value is None:
+        return "null"
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def rules_yaml(config_path: str | None = None, selector: str | None = None) -> str:
+    config = load_config(config_path)
+    if "rules" not in config:
+        raise SpecscopeError("the config has no [rules] section")
+    return (
+        "# Generated by `specscope rules`: load it into Prometheus (rule_files) or a "
+        "Thanos/Mimir ruler.\n" + to_yaml(build_rules(config, selector)) + "\n"
+    )
+
+
+__all__ = ["build_rules", "rules_yaml", "to_yaml"]

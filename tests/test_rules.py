@@ -1,0 +1,142 @@
+"""`specscope rules`: Debian's promtool checks the file and runs tests whose input series
+must fire each alert, and whose healthy series must not."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from specscope.detect import load_config
+from specscope.rules import build_rules, rules_yaml, to_yaml
+
+PROMTOOL = shutil.which("promtool")
+pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="needs promtool (.ci/run installs it)")
+
+
+def _series(
+    instance: str,
+    drafts: str,
+    tokens: str,
+    accepted: str,
+    running: str,
+    usage: str = "0.5x90",
+    waiting: str = "0x90",
+) -> list[dict[str, str]]:
+    labels = f'instance="{instance}",model_name="m",engine="0"'
+    return [
+        {"series": f"vllm:spec_decode_num_drafts_total{{{labels}}}", "values": drafts},
+        {"series": f"vllm:spec_decode_num_draft_tokens_total{{{labels}}}", "values": tokens},
+        {"series": f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}}", "values": accepted},
+        # the colon escaped to an underscore, as newer clients expose it
+        {"series": f"vllm_num_requests_running{{{labels}}}", "values": running},
+        {"series": f"vllm:num_requests_waiting{{{labels}}}", "values": waiting},
+        {"series": f"vllm:kv_cache_usage_perc{{{labels}}}", "values": usage},
+    ]
+
+
+def _alert(name: str, instance: str, annotations: dict[str, str], severity: str) -> dict:
+    return {
+        "exp_labels": {
+            "severity": severity,
+            "instance": instance,
+            "model_name": "m",
+            "engine": "0",
+        },
+        "exp_annotations": annotations,
+    }
+
+
+def test_promtool_checks_and_tests_the_rules(tmp_path):
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rules_yaml())
+    check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    found = int(check.stdout.split("SUCCESS: ")[1].split(" rules")[0])
+    assert found >= 4
+
+    alerts = {
+        r["alert"]: r
+        for g in build_rules(load_config())["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    }
+    notes = {name: r["annotations"] for name, r in alerts.items()}
+    steady = "0+100x90"
+    series = (
+        _series("zero", steady, "0+300x90", "0+0x90", "1x90")
+        + _series("low", steady, "0+300x90", "0+30x90", "1x90")
+        + _series("healthy", steady, "0+300x90", "0+200x90", "1x90")
+        + _series("collapse", steady, "0+300x90", "0+200x30 6000+20x60", "1x30 2x60")
+        + _series("full", steady, "0+300x90", "0+200x90", "1x90", usage="0.99x90", waiting="3x90")
+    )
+    tests = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {
+                        "eval_time": "30m",
+                        "alertname": "SpecDecodeZeroAcceptance",
+                        "exp_alerts": [
+                            _alert("z", "zero", notes["SpecDecodeZeroAcceptance"], "critical")
+                        ],
+                    },
+                    {
+                        "eval_time": "30m",
+                        "alertname": "SpecDecodeLowAcceptance",
+                        "exp_alerts": [
+                            _alert("l", "low", notes["SpecDecodeLowAcceptance"], "warning")
+                        ],
+                    },
+                    {
+                        "eval_time": "80m",
+                        "alertname": "SpecDecodeConcurrencyCollapse",
+                        "exp_alerts": [
+                            _alert(
+                                "c", "collapse", notes["SpecDecodeConcurrencyCollapse"], "critical"
+                            )
+                        ],
+                    },
+                    {
+                        "eval_time": "30m",
+                        "alertname": "KVCacheSaturatedWithQueue",
+                        "exp_alerts": [
+                            _alert("k", "full", notes["KVCacheSaturatedWithQueue"], "warning")
+                        ],
+                    },
+                    # before their `for:` has passed, nothing fires
+                    {"eval_time": "3m", "alertname": "SpecDecodeZeroAcceptance", "exp_alerts": []},
+                    {
+                        "eval_time": "20m",
+                        "alertname": "SpecDecodeConcurrencyCollapse",
+                        "exp_alerts": [],
+                    },
+                ],
+            }
+        ],
+    }
+    test_file = tmp_path / "rules_test.yml"
+    test_file.write_text(to_yaml(tests) + "\n")
+    run = subprocess.run(
+        [PROMTOOL, "test", "rules", str(test_file)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_selector_and_config_reach_the_rules(tmp_path, cli):
+    config = tmp_path / "detect.toml"
+    config.write_text("[rules]\nlow_acceptance_rate = 0.35\n")
+    out = tmp_path / "r.yml"
+    r = cli("rules", "--out", out, "--selector", '{job="vllm"}', "--config", config)
+    assert r.status == 0
+    text = out.read_text()
+    assert 'job=\\"vllm\\"' in text and "< 0.35" in text
+    check = subprocess.run([PROMTOOL, "check", "rules", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+    bad = cli("rules", "--selector", "drop table")
+    assert bad.status != 0 and "--selector" in bad.err
