@@ -35,6 +35,7 @@ from specscope.runs import runs_overview
 from specscope.scrape import scrape as run_scrape
 from specscope.store import DEFAULT_STORE, open_store
 from specscope.summary import ingest_text, pull_text, runs_text
+from specscope.watch import watch as run_watch
 
 app = typer.Typer(
     name="specscope",
@@ -401,6 +402,30 @@ def rules(
     except OSError as exc:
         raise _fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
     typer.echo(f"wrote {out}")
+
+
+@app.command(
+    epilog="Examples:\n\n  specscope watch /var/log/vllm/server.log\n\n"
+    "  specscope watch http://localhost:8000/metrics --interval 5s\n\n"
+    "  specscope watch server.log --store ./data   # keeps what it saw at Ctrl-C",
+)
+def watch(
+    source: Annotated[
+        str, typer.Argument(help="A log being written, or a /metrics URL.", show_default=False)
+    ],
+    interval: Annotated[str, typer.Option(help="How often to look (10s, 1s).")] = "10s",
+    store: Annotated[
+        Path | None, typer.Option(help="Ingest the log into this store when the watch ends.")
+    ] = None,
+) -> None:
+    """A live view: acceptance now and recently, mean acceptance length, per-position bars,
+    requests running and waiting, KV cache usage; findings printed as they appear. Follows
+    a growing log (and its rotation) or polls /metrics. Ctrl-C ends it with a summary."""
+    try:
+        summary = run_watch(source, interval=parse_duration(interval).total_seconds(), store=store)
+    except SpecscopeError as exc:
+        raise _fail(exc) from exc
+    typer.echo(summary)
 
 
 @app.command(

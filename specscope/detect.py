@@ -98,11 +98,34 @@ def gather(
     config: Config | None = None,
     reference: list[dict[str, Any]] | None = None,
 ) -> Evidence:
-    spec = store.spec_decode.collect()
-    stats = store.engine_stats.collect()
-    runs = store.runs.collect()
-    events = store.events.collect()
-    bench = store.bench.collect()
+    return evidence_from(
+        store.spec_decode.collect(),
+        store.engine_stats.collect(),
+        store.runs.collect(),
+        store.events.collect(),
+        store.bench.collect(),
+        run_ids=run_ids,
+        since=since,
+        now=now,
+        config=config,
+        reference=reference,
+    )
+
+
+def evidence_from(
+    spec: pl.DataFrame,
+    stats: pl.DataFrame,
+    runs: pl.DataFrame,
+    events: pl.DataFrame,
+    bench: pl.DataFrame,
+    *,
+    run_ids: Iterable[str] | None = None,
+    since: timedelta | None = None,
+    now: datetime | None = None,
+    config: Config | None = None,
+    reference: list[dict[str, Any]] | None = None,
+) -> Evidence:
+    """Evidence from frames of the store's tables (a store, or what `watch` holds)."""
     wanted = set(run_ids or ())
     if wanted:
         unknown = wanted - set(runs["run_id"].to_list())
@@ -937,7 +960,12 @@ def detect(
     reference: list[dict[str, Any]] | None = None,
 ) -> list[Finding]:
     """Every finding about the store's runs, worst first."""
-    ev = gather(store, run_ids=run_ids, since=since, config=config, reference=reference)
+    return findings_of(
+        gather(store, run_ids=run_ids, since=since, config=config, reference=reference)
+    )
+
+
+def findings_of(ev: Evidence) -> list[Finding]:
     findings = [f for detector in DETECTORS for f in detector(ev)]
     findings.sort(key=lambda f: (-f.severity, KINDS.index(f.kind), f.run_id or ""))
     return findings
@@ -948,6 +976,8 @@ __all__ = [
     "Evidence",
     "cost_ratio",
     "detect",
+    "evidence_from",
+    "findings_of",
     "gather",
     "k_curve",
     "load_config",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from specscope.acceptance import weighted_acceptance
 from specscope.definitions import load_definitions
@@ -283,6 +284,37 @@ def _ingest_one(
     return report, row
 
 
+def frames(
+    result: ParseResult,
+    *,
+    display: str,
+    source_id: str,
+    mtime: datetime,
+    year: int | None = None,
+    user: dict[str, Any] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """A parse result as the store's tables would hold it, without a store (for `watch`)."""
+    _finish_rows(result, _Named(display, mtime), source_id, year)
+    out = {}
+    for table in ("spec_decode", "engine_stats", "events", "bench"):
+        rows = _clean(result.tables.get(table, []), table)
+        out[table] = _frame(rows, table).with_columns(pl.lit(source_id).alias("source_id"))
+    runs = _run_rows(result, display, source_id, user or {})
+    out["runs"] = _frame(runs, "runs").with_columns(pl.lit(source_id).alias("source_id"))
+    return out
+
+
+@dataclass
+class _Named:
+    display: str
+    mtime: datetime
+
+
+def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
+    schema = TABLES[table]
+    return pl.from_arrow(pa.Table.from_pylist(rows, schema=schema))  # type: ignore[return-value]
+
+
 def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The stored source whose text this one starts with: the same file grown, or a log
     rotated away and found under its new name (``server.log.1``, ``server.log.2.gz``)."""
@@ -302,7 +334,7 @@ def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict
 
 
 def _finish_rows(
-    result: ParseResult, src: Source, source_id: str, year: int | None
+    result: ParseResult, src: Source | _Named, source_id: str, year: int | None
 ) -> tuple[int | None, str]:
     """Run ids, timestamps with years, and k for records that only the config tells."""
     everything = sorted(

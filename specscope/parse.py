@@ -659,6 +659,19 @@ class LineParser:
             self._finish_pending()
             self._other(piece, line)
 
+    def snapshot(self) -> ParseResult:
+        """What has been read so far (for following a log): a record whose last field is
+        there is complete and counts; one that may go on waits for the next line."""
+        if self._pending is not None and self._pending.closed():
+            self._finish_pending()
+        return ParseResult(
+            self.tables,
+            [r for r in self.runs if r.used],
+            self.skipped,
+            self.lines,
+            self.telemetry_lines,
+        )
+
     def finish(self) -> ParseResult:
         if self._held is not None:
             self._feed_part(*self._held)

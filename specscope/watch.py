@@ -1,0 +1,249 @@
+"""``watch``: a live view of a server's speculative decoding, from a log being written (its
+rotation followed) or from a ``/metrics`` endpoint polled at an interval.
+
+The same parser and detectors as everywhere else: a followed log feeds a ``LineParser`` as
+lines arrive; a polled endpoint gives intervals between polls. Findings are printed once,
+as they first appear. Ctrl-C ends it with a one-line summary; ``--store`` keeps what it saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import requests
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from specscope.acceptance import weighted_acceptance
+from specscope.counters import Series, intervals
+from specscope.detect import evidence_from, findings_of, load_config
+from specscope.errors import PrometheusError, SpecscopeError
+from specscope.findings import Finding, finding_text
+from specscope.ingest import frames
+from specscope.parse import LineParser
+from specscope.scrape import read_metrics
+
+RECENT = 6  # intervals in "recent"
+
+
+@dataclass
+class Snapshot:
+    """What the view shows."""
+
+    spec: pl.DataFrame
+    stats: pl.DataFrame
+    findings: list[Finding] = field(default_factory=list)
+
+
+class FollowedLog:
+    """The lines of a file as it grows; a file that shrinks or is replaced (rotation) is
+    read again from its start."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.inode: int | None = None
+        self.partial = ""
+        self.number = 0
+
+    def read(self) -> Iterator[tuple[int, str]]:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return
+        if self.inode is not None and (st.st_ino != self.inode or st.st_size < self.offset):
+            self.offset, self.partial = 0, ""  # rotated: a new file under the old name
+        self.inode = st.st_ino
+        if st.st_size <= self.offset:
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        text = self.partial + data.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        self.partial = lines.pop()  # the last line may still be being written
+        for line in lines:
+            self.number += 1
+            yield self.number, line
+
+
+class Watcher:
+    def __init__(
+        self, source: str, *, interval: float = 10.0, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.source = source
+        self.interval = interval
+        self.clock = clock
+        self.is_url = source.startswith(("http://", "https://"))
+        self.source_id = "w" + hashlib.sha256(source.encode()).hexdigest()[:10]
+        self.parser = LineParser()
+        self.log = None if self.is_url else FollowedLog(Path(source))
+        self.series: dict[tuple[str, str], dict[float, float]] = {}
+        self.session = requests.Session()
+        self.seen: set[tuple[str, str | None]] = set()
+        self.polls = 0
+        self.config = load_config()
+        if not self.is_url and not Path(source).exists():
+            raise SpecscopeError("no such file", path=source)
+
+    def step(self) -> Snapshot:
+        """Read what is new and return the view's data."""
+        if self.is_url:
+            self._poll()
+            got = intervals(
+                [
+                    Series(n, json.loads(lab), tuple(p.items()))
+                    for (n, lab), p in self.series.items()
+                ]
+            )
+            spec = (
+                pl.DataFrame(got.spec_decode).drop("_target", strict=False)
+                if got.spec_decode
+                else pl.DataFrame()
+            )
+            stats = (
+                pl.DataFrame(got.engine_stats).drop("_target", strict=False)
+                if got.engine_stats
+                else pl.DataFrame()
+            )
+            return Snapshot(spec, stats, [])
+        assert self.log is not None
+        for number, line in self.log.read():
+            self.parser.feed(number, line)
+        tables = frames(
+            self.parser.snapshot(),
+            display=self.source,
+            source_id=self.source_id,
+            mtime=datetime.now(UTC),
+        )
+        ev = evidence_from(
+            tables["spec_decode"],
+            tables["engine_stats"],
+            tables["runs"],
+            tables["events"],
+            tables["bench"],
+            config=self.config,
+        )
+        return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev))
+
+    def _poll(self) -> None:
+        at = self.clock()
+        try:
+            answer = self.session.get(
+                self.source, timeout=max(1.0, self.interval), headers={"Accept": "text/plain"}
+            )
+        except requests.exceptions.RequestException as exc:
+            raise PrometheusError(f"cannot reach {self.source} ({type(exc).__name__})") from exc
+        if answer.status_code != 200:
+            raise PrometheusError(f"{self.source} answered HTTP {answer.status_code}")
+        instance = self.source.split("://", 1)[1].split("/", 1)[0]
+        for name, labels, value in read_metrics(answer.text, instance):
+            self.series.setdefault((name, json.dumps(labels, sort_keys=True)), {})[at] = value
+        self.polls += 1
+
+    def new_findings(self, snap: Snapshot) -> list[Finding]:
+        fresh = [f for f in snap.findings if (f.kind, f.run_id) not in self.seen]
+        self.seen.update((f.kind, f.run_id) for f in fresh)
+        return fresh
+
+
+def _rate(rows: pl.DataFrame) -> tuple[float | None, float | None, list[float | None]]:
+    if rows.is_empty() or "draft_tokens" not in rows.columns:
+        return None, None, []
+    agg = weighted_acceptance(rows.with_columns(pl.lit("x").alias("run_id")), ["run_id"])
+    row = agg.to_dicts()[0]
+    return (
+        row.get("acceptance_rate"),
+        row.get("mean_acceptance_length"),
+        row.get("per_position") or [],
+    )
+
+
+def render(snap: Snapshot, source: str) -> Group:
+    spec = snap.spec
+    if not spec.is_empty() and "ts" in spec.columns:
+        spec = spec.sort([c for c in ("ts", "line") if c in spec.columns], nulls_last=True)
+    last = spec.tail(1) if not spec.is_empty() else spec
+    recent = spec.tail(RECENT) if not spec.is_empty() else spec
+    rate_now, tau_now, _ = _rate(last)
+    rate_recent, tau_recent, curve = _rate(recent)
+    table = Table(title=f"specscope watch  {source}", expand=False)
+    table.add_column("")
+    table.add_column("last interval", justify="right")
+    table.add_column(f"last {RECENT}", justify="right")
+    table.add_row("acceptance rate", _pct(rate_now), _pct(rate_recent))
+    table.add_row("mean acceptance length", _num(tau_now), _num(tau_recent))
+    stats = snap.stats
+    if not stats.is_empty() and "running_reqs" in stats.columns:
+        s = stats.tail(1).to_dicts()[0]
+        table.add_row(
+            "requests running / waiting", f"{s.get('running_reqs')} / {s.get('waiting_reqs')}", ""
+        )
+        usage = s.get("kv_cache_usage")
+        table.add_row("KV cache usage", _pct(usage), "")
+    bars = Text()
+    for i, a in enumerate(curve, start=1):
+        width = 0 if a is None else round(30 * a)
+        bars.append(f"  pos {i:2d} {'█' * width}{' ' * (30 - width)} {_pct(a)}\n")
+    records = f"{spec.height} intervals" if not spec.is_empty() else "no spec-decode records yet"
+    return Group(table, Text(f"per-position acceptance (last {RECENT}), {records}"), bars)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def watch(
+    source: str,
+    *,
+    interval: float = 10.0,
+    console: Console | None = None,
+    store: str | os.PathLike[str] | None = None,
+    max_steps: int | None = None,
+) -> str:
+    """Run the live view until Ctrl-C (or ``max_steps``); returns the summary line."""
+    console = console or Console()
+    watcher = Watcher(source, interval=interval)
+    snap = Snapshot(pl.DataFrame(), pl.DataFrame())
+    steps = 0
+    try:
+        with Live(
+            render(snap, source), console=console, refresh_per_second=4, transient=False
+        ) as live:
+            while max_steps is None or steps < max_steps:
+                snap = watcher.step()
+                for f in watcher.new_findings(snap):
+                    live.console.print(finding_text(f))
+                live.update(render(snap, source))
+                steps += 1
+                if max_steps is None or steps < max_steps:
+                    time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    rate, tau, _ = _rate(snap.spec)
+    if store is not None and not watcher.is_url:
+        from specscope.ingest import ingest
+
+        ingest(source, store=store)
+    return (
+        f"watched {source}: {snap.spec.height} intervals, acceptance {_pct(rate)}, "
+        f"mean acceptance length {_num(tau)}, {len(watcher.seen)} findings"
+    )
+
+
+__all__ = ["FollowedLog", "Watcher", "render", "watch"]

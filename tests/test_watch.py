@@ -1,0 +1,92 @@
+"""`specscope watch` in a real pseudo-terminal: a log being written shows its new records
+within one interval, findings appear, Ctrl-C ends it with a one-line summary."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from specscope.watch import FollowedLog
+
+from .loglines import spec, stats
+
+
+def _read_until(fd: int, needle: str, timeout: float) -> str:
+    seen = ""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 65536).decode("utf-8", errors="replace")
+            except OSError:
+                break
+            if needle in seen:
+                return seen
+    raise AssertionError(f"{needle!r} did not show within {timeout} s; saw: {seen[-2000:]!r}")
+
+
+def test_watch_follows_a_log_as_it_is_written(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([stats(1), spec(1, 100, [50, 25])]) + "\n")
+    main, child = pty.openpty()
+    env = {
+        **os.environ,
+        "COLUMNS": "120",
+        "LINES": "40",
+        "TERM": "xterm",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "specscope",
+            "watch",
+            str(log),
+            "--interval",
+            "0.3s",
+            "--store",
+            str(tmp_path / "store"),
+        ],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        env=env,
+        close_fds=True,
+    )
+    os.close(child)
+    try:
+        _read_until(main, "37.5%", 30)  # 75 of 200 draft tokens
+        with open(log, "a") as f:  # the server writes on: acceptance drops to nothing
+            for i in range(2, 12):
+                f.write(stats(i) + "\n" + spec(i, 100, [0, 0]) + "\n")
+        _read_until(main, "0.0%", 5)  # within an interval or so
+        _read_until(main, "acceptance_drift", 10)  # the detector notices
+        proc.send_signal(signal.SIGINT)
+        out = _read_until(main, "watched", 10)
+        assert proc.wait(timeout=10) == 0
+        assert "intervals, acceptance" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    assert (tmp_path / "store" / "specscope.json").is_file()  # --store kept what it saw
+
+
+def test_followed_log_rotation(tmp_path):
+    path = tmp_path / "server.log"
+    path.write_text("a\nb\npart")
+    follow = FollowedLog(path)
+    assert [t for _, t in follow.read()] == ["a", "b"]
+    with open(path, "a") as f:
+        f.write("ial\nc\n")
+    assert [t for _, t in follow.read()] == ["partial", "c"]
+    path.unlink()
+    path.write_text("new\n")  # rotated: a new file under the old name
+    assert [t for _, t in follow.read()] == ["new"]
