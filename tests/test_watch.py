@@ -16,8 +16,22 @@ from specscope.watch import FollowedLog
 from .loglines import spec, stats
 
 
-def _read_until(fd: int, needle: str, timeout: float) -> str:
-    seen = ""
+class _Screen:
+    """Everything the pseudo-terminal has shown so far: a later wait must see what an
+    earlier read already consumed (drift and the new rate can arrive in one chunk)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.seen = ""
+
+    def wait_for(self, needle: str, timeout: float) -> str:
+        self.seen = _read_until(self.fd, needle, timeout, self.seen)
+        return self.seen
+
+
+def _read_until(fd: int, needle: str, timeout: float, seen: str = "") -> str:
+    if needle in seen:
+        return seen
     deadline = time.time() + timeout
     while time.time() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.2)
@@ -62,14 +76,15 @@ def test_watch_follows_a_log_as_it_is_written(tmp_path):
     )
     os.close(child)
     try:
-        _read_until(main, "37.5%", 30)  # 75 of 200 draft tokens
+        screen = _Screen(main)
+        screen.wait_for("37.5%", 30)  # 75 of 200 draft tokens
         with open(log, "a") as f:  # the server writes on: acceptance drops to nothing
             for i in range(2, 12):
                 f.write(stats(i) + "\n" + spec(i, 100, [0, 0]) + "\n")
-        _read_until(main, "0.0%", 5)  # within an interval or so
-        _read_until(main, "acceptance_drift", 10)  # the detector notices
+        screen.wait_for("0.0%", 5)  # within an interval or so
+        screen.wait_for("acceptance_drift", 10)  # the detector notices
         proc.send_signal(signal.SIGINT)
-        out = _read_until(main, "watched", 10)
+        out = screen.wait_for("watched", 10)
         assert proc.wait(timeout=10) == 0
         assert "intervals, acceptance" in out
     finally:
