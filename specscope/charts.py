@@ -4,6 +4,7 @@ as markup."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import altair as alt
@@ -14,6 +15,7 @@ from specscope.findings import wilson
 Redact = Callable[[str | None], str | None]
 WIDTH = 560
 HEIGHT = 260
+MAX_POINTS = 2000  # per chart; more only makes the report heavier, not clearer
 
 
 def _frame(rows: list[dict[str, object]]) -> alt.Data:
@@ -55,7 +57,23 @@ def per_position(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerC
 
 def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
     """Each interval's acceptance rate, with the running requests of its engine stats."""
-    rows = spec.filter(pl.col("ts").is_not_null() & (pl.col("draft_tokens") > 0)).select(
+    rows = spec.filter(pl.col("ts").is_not_null() & (pl.col("draft_tokens") > 0))
+    if rows.height > MAX_POINTS:
+        # Inline data must stay small enough for a page: merge neighbouring intervals into
+        # time buckets, summing counts before dividing as everywhere else.
+        span = (rows["ts"].max() - rows["ts"].min()).total_seconds()  # type: ignore[operator]
+        bucket = f"{max(1, math.ceil(span / MAX_POINTS))}s"
+        rows = (
+            rows.with_columns(pl.col("ts").dt.truncate(bucket))
+            .group_by("run_id", "ts")
+            .agg(
+                pl.col("accepted_tokens").sum(),
+                pl.col("draft_tokens").sum(),
+                pl.col("running_reqs").mean(),
+            )
+            .sort("ts")
+        )
+    rows = rows.select(
         pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("time"),
         (pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance"),
         pl.col("running_reqs"),

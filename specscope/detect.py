@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -87,6 +87,28 @@ class Evidence:
     per_run: dict[str, dict[str, Any]]  # weighted acceptance per run
     config: Config
     reference: list[dict[str, Any]]
+    # Detectors look at one run at a time: split once, not one filter per run (which is
+    # quadratic in the number of runs).
+    _parts: dict[str, dict[str, pl.DataFrame]] = field(default_factory=dict, repr=False)
+
+    def _rows(self, table: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
+        frame: pl.DataFrame = getattr(self, table)
+        if table not in self._parts:
+            self._parts[table] = {
+                key[0]: part
+                for key, part in frame.partition_by("run_id", as_dict=True).items()
+                if isinstance(key[0], str)
+            }
+        parts = [self._parts[table][r] for r in run_ids if r in self._parts[table]]
+        return pl.concat(parts) if parts else frame.clear()
+
+    def spec_of(self, *run_ids: str) -> pl.DataFrame:
+        """The spec rows (joined with their engine stats) of these runs."""
+        return self._rows("spec", run_ids)
+
+    def stats_of(self, *run_ids: str) -> pl.DataFrame:
+        """The engine-stats rows of these runs."""
+        return self._rows("stats", run_ids)
 
 
 def gather(
@@ -172,7 +194,7 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
 
 
 def _rows_of(ev: Evidence, run_id: str) -> pl.DataFrame:
-    return ev.spec.filter(pl.col("run_id") == run_id)
+    return ev.spec_of(run_id)
 
 
 def _lines(rows: pl.DataFrame) -> tuple[int | None, int | None]:
@@ -591,7 +613,7 @@ def _concurrency(ev: Evidence) -> list[Finding]:
     cfg = ev.config["concurrency_collapse"]
     need = ev.config["evidence"]["min_drafts_per_side"]
     z = ev.config["evidence"]["z"]
-    usable = ev.spec.filter(
+    usable = (
         pl.col("drafts").is_not_null()
         & pl.col("running_reqs").is_not_null()
         & (pl.col("running_reqs") >= 1)
@@ -599,7 +621,7 @@ def _concurrency(ev: Evidence) -> list[Finding]:
     groups = [[r] for r in ev.runs] + [g for g in _setups(ev).values() if len(g) > 1]
     reported: set[str] = set()
     for group in groups:
-        rows = usable.filter(pl.col("run_id").is_in(group))
+        rows = ev.spec_of(*group).filter(usable)
         one, many = (
             _side(rows.filter(pl.col("running_reqs") == 1)),
             _side(rows.filter(pl.col("running_reqs") >= 2)),
@@ -652,8 +674,8 @@ def _prefix_cache(ev: Evidence) -> list[Finding]:
     for (model, method), sides in by_setup.items():
         if True not in sides or False not in sides:
             continue
-        rows_on = ev.spec.filter(pl.col("run_id").is_in(sides[True]))
-        rows_off = ev.spec.filter(pl.col("run_id").is_in(sides[False]))
+        rows_on = ev.spec_of(*sides[True])
+        rows_off = ev.spec_of(*sides[False])
         on, off = _side(rows_on), _side(rows_off)
         if on["drafts"] < need or off["drafts"] < need or on["rate"] is None or off["rate"] is None:
             continue
@@ -680,10 +702,8 @@ def _prefix_cache(ev: Evidence) -> list[Finding]:
             )
     # Within a run: acceptance against the hit rate of the same interval.
     for run_id in ev.runs:
-        rows = ev.spec.filter(
-            (pl.col("run_id") == run_id)
-            & pl.col("prefix_cache_hit_rate").is_not_null()
-            & pl.col("drafts").is_not_null()
+        rows = ev.spec_of(run_id).filter(
+            pl.col("prefix_cache_hit_rate").is_not_null() & pl.col("drafts").is_not_null()
         )
         if rows.height < 6:
             continue
@@ -783,9 +803,7 @@ def _kv_saturation(ev: Evidence) -> list[Finding]:
     out = []
     cfg = ev.config["kv_cache_saturation"]
     for run_id in ev.runs:
-        rows = ev.stats.filter(
-            (pl.col("run_id") == run_id) & pl.col("kv_cache_usage").is_not_null()
-        )
+        rows = ev.stats_of(run_id).filter(pl.col("kv_cache_usage").is_not_null())
         if rows.height < 5:
             continue
         full = rows.filter(
@@ -820,10 +838,8 @@ def _drift(ev: Evidence) -> list[Finding]:
     need = ev.config["evidence"]["min_drafts_per_side"]
     z = ev.config["evidence"]["z"]
     for run_id in ev.runs:
-        rows = ev.spec.filter(
-            (pl.col("run_id") == run_id)
-            & pl.col("drafts").is_not_null()
-            & (pl.col("draft_tokens") > 0)
+        rows = ev.spec_of(run_id).filter(
+            pl.col("drafts").is_not_null() & (pl.col("draft_tokens") > 0)
         )
         rows = rows.sort(
             [c for c in ("ts", "line") if rows[c].null_count() < rows.height] or "line"

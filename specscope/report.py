@@ -131,7 +131,8 @@ def build_report(
         ):
             if isinstance(row.get(key), str):
                 row[key] = red(row[key])
-    findings = [_finding_dict(f, red, ev.runs, paths) for f in found]
+    evidence = _evidence_lines(found, ev.runs, paths)
+    findings = [_finding_dict(f, red, lines) for f, lines in zip(found, evidence, strict=True)]
     per_position = []
     for run_id, agg in ev.per_run.items():
         if agg.get("per_position"):
@@ -180,37 +181,50 @@ def _label(run: Mapping[str, Any]) -> str:
     return " ".join(bits)
 
 
-def _finding_dict(
-    f: Finding, red: Redactor, runs: Mapping[str, Mapping[str, Any]], paths: Mapping[str, str]
-) -> dict[str, Any]:
+def _finding_dict(f: Finding, red: Redactor, evidence: list[str]) -> dict[str, Any]:
     d = f.to_dict()
     d["explanation"] = red(f.explanation)
     d["next_step"] = red(f.next_step)
     d["source"] = red(f.source)
-    d["evidence"] = [red(line) for line in _evidence_lines(f, runs, paths)]
+    d["evidence"] = [red(line) for line in evidence]
     return d
 
 
 def _evidence_lines(
-    f: Finding, runs: Mapping[str, Mapping[str, Any]], paths: Mapping[str, str]
-) -> list[str]:
-    """A few verbatim lines of the log where the evidence starts (when the file is there)."""
-    first = f.lines[0]
-    run = runs.get((f.run_id or "").split(",")[0], {})
-    path = paths.get(run.get("source_id", ""))
-    if first is None or not path or not Path(path).is_file():
-        return []
-    out = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if number >= first:
-                    out.append(line.rstrip("\r\n")[:400])
-                if len(out) >= EVIDENCE_LINES:
-                    break
-    except OSError:
-        return []
-    return out
+    found: list[Finding], runs: Mapping[str, Mapping[str, Any]], paths: Mapping[str, str]
+) -> list[list[str]]:
+    """Per finding, a few verbatim lines of the log where its evidence starts (when the file
+    is there). Each file is read once, however many findings point into it."""
+    wanted: dict[str, dict[int, list[str]]] = {}
+    keys: list[tuple[str, int] | None] = []
+    for f in found:
+        first = f.lines[0]
+        run = runs.get((f.run_id or "").split(",")[0], {})
+        path = paths.get(run.get("source_id", ""))
+        if first is None or not path:
+            keys.append(None)
+            continue
+        wanted.setdefault(path, {})[first] = []
+        keys.append((path, first))
+    for path, starts in wanted.items():
+        if not Path(path).is_file():
+            continue
+        order = sorted(starts)
+        open_: list[list[str]] = []
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for number, line in enumerate(handle, start=1):
+                    while order and order[0] == number:
+                        open_.append(starts[order.pop(0)])
+                    for lines in open_:
+                        lines.append(line.rstrip("\r\n")[:400])
+                    open_ = [lines for lines in open_ if len(lines) < EVIDENCE_LINES]
+                    if not order and not open_:
+                        break
+        except OSError:
+            for lines in starts.values():
+                lines.clear()
+    return [wanted[k[0]][k[1]] if k else [] for k in keys]
 
 
 def _verdict(runs: list[dict[str, Any]], found: list[Finding]) -> str:
@@ -272,13 +286,20 @@ def what_moves(spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> lis
             )
         pairs = []
         others = [f for f in FACTORS if f != factor]
-        for a, b in itertools.combinations(sorted(per_run), 2):
-            ra, rb = runs.get(a, {}), runs.get(b, {})
-            if ra.get(factor) is None or rb.get(factor) is None or ra.get(factor) == rb.get(factor):
-                continue
-            if ra.get("model") != rb.get("model") or any(ra.get(o) != rb.get(o) for o in others):
-                continue
-            pairs.append(_pair(per_run[a], per_run[b], a, b, ra.get(factor), rb.get(factor)))
+        # Only runs alike in everything else can pair: bucket them first rather than try
+        # every pair (thousands of runs would make that quadratic).
+        alike: dict[str, list[str]] = {}
+        for run_id in sorted(per_run):
+            run = runs.get(run_id, {})
+            if run.get(factor) is not None:
+                key = repr([run.get("model"), *(run.get(o) for o in others)])
+                alike.setdefault(key, []).append(run_id)
+        for ids in alike.values():
+            for a, b in itertools.combinations(ids, 2):
+                va, vb = runs[a].get(factor), runs[b].get(factor)
+                if va != vb:
+                    pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb))
+        pairs.sort(key=lambda p: (p["run_a"], p["run_b"]))
         confounded = (
             sorted(
                 {
@@ -349,7 +370,7 @@ def _charts(
     out = []
     for name, chart in built:
         if chart is not None:
-            spec_dict = chart.to_dict()
+            spec_dict = chart.to_dict(validate=False)  # our own specs: tests validate them
             title = spec_dict.get("title") or name
             out.append((name, title if isinstance(title, str) else name, spec_dict))
     return out

@@ -239,3 +239,52 @@ def test_redactor():
 def test_markdown_text_is_text():
     assert md("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
     assert md("a|b*c_d`e[f]") == "a\\|b\\*c\\_d\\`e\\[f\\]"
+
+
+def test_chart_specs_are_valid_vega_lite(planted):
+    """The report skips Altair's validation for speed; this checks what it skipped."""
+    import altair as alt
+
+    report = build_report(planted)
+    assert {name for name, _, _ in report.charts} >= {"per_position", "over_time"}
+    for name, _, spec_dict in report.charts:
+        kind = alt.LayerChart if "layer" in spec_dict else alt.Chart
+        kind.from_dict(spec_dict, validate=True)
+        assert spec_dict["$schema"].startswith("https://vega.github.io/schema/vega-lite/"), name
+
+
+def test_over_time_buckets_long_logs_summing_counts(tmp_path):
+    from datetime import datetime, timedelta
+
+    import polars as pl
+
+    from specscope import charts
+
+    n = charts.MAX_POINTS * 4  # 40 s buckets of four 10 s intervals
+    t0 = datetime(2026, 4, 7)
+    spec_rows = pl.DataFrame(
+        {
+            "ts": [t0 + timedelta(seconds=10 * i) for i in range(n)],
+            # alternating 10/100 and 90/100: a mean of ratios and a ratio of sums agree here,
+            # so make the weights differ too
+            "accepted_tokens": [10 if i % 2 else 180 for i in range(n)],
+            "draft_tokens": [100 if i % 2 else 200 for i in range(n)],
+            "running_reqs": [1] * n,
+            "run_id": ["r-1"] * n,
+        }
+    )
+    chart = charts.over_time(spec_rows, lambda s: s)
+    spec_dict = chart.to_dict(validate=False)
+    rows = spec_dict.get("data") or next(iter(spec_dict["datasets"].values()))
+    rows = rows["values"] if isinstance(rows, dict) else rows
+    assert 2 <= len(rows) <= charts.MAX_POINTS
+    full = rows[:-1]  # whole buckets hold two intervals of each kind
+    assert all(abs(r["acceptance"] - 190 / 300) < 1e-9 for r in full), full[:3]
+
+
+def test_evidence_lines_point_at_each_findings_first_line(planted):
+    report = build_report(planted)
+    lines_of = {f["kind"]: f for f in report.findings}
+    collapse = lines_of["concurrency_collapse"]
+    assert collapse["evidence"], collapse
+    assert "SpecDecoding metrics" in collapse["evidence"][0] or "Engine" in collapse["evidence"][0]

@@ -1,0 +1,136 @@
+"""Ingest, detect and report timings against `grep -cF` and a naive Python loop.
+
+    python bench/run.py --size 100M            # generates the log, then measures
+    python bench/run.py --log server.log       # measures a log you have
+    python bench/run.py --size 100M --rows 10M # detect/report on a store of 10 M rows
+
+Prints one table (markdown) of wall time, ratio to grep and peak RSS per step, each
+command run in its own process so that RSS is that command's alone. The page cache is
+warmed by a first grep, so the file is read from memory by every step alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate import parse_size, write
+
+NAIVE = r"""
+import re, sys
+spec = re.compile(r"SpecDecoding metrics: .*?Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+rows = []
+with open(sys.argv[1], errors="replace") as f:
+    for line in f:
+        m = spec.search(line)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2))))
+print(len(rows))
+"""
+
+
+def timed(cmd: list[str]) -> tuple[float, int, str]:
+    """Wall seconds, peak RSS in MB and stdout of one command in its own process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}")
+    return wall, usage.ru_maxrss // 1024, out.strip()
+
+
+def best(cmd: list[str], repeat: int) -> tuple[float, int, str]:
+    runs = [timed(cmd) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
+
+
+def grow_store(store: Path, rows: int) -> int:
+    """Copy the store's partitions under new source ids until it holds ``rows`` spec rows."""
+    spec = sorted((store / "spec_decode").glob("source_id=*"))
+    have = pl.scan_parquet(store / "spec_decode" / "**" / "*.parquet").select(pl.len()).collect()
+    per_copy = int(have.item())
+    copies = max(0, -(-rows // per_copy) - 1)
+    for n in range(copies):
+        for table in ("spec_decode", "engine_stats", "runs"):
+            for part in sorted((store / table).glob("source_id=*")):
+                old = part.name.split("=", 1)[1]
+                new = f"{old[:-4]}{n:04d}"
+                dest = store / table / f"source_id={new}"
+                dest.mkdir(parents=True, exist_ok=True)
+                for f in part.glob("*.parquet"):
+                    frame = pl.read_parquet(f)
+                    if "run_id" in frame.columns:
+                        frame = frame.with_columns(pl.col("run_id").str.replace(old, new))
+                    frame.write_parquet(dest / f.name)
+    del spec
+    return per_copy * (copies + 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--log", type=Path, help="a log to measure (else one is generated)")
+    parser.add_argument("--size", default="100M", help="size of the generated log")
+    parser.add_argument("--rows", default="0", help="grow the store to this many rows, e.g. 10M")
+    parser.add_argument("--repeat", type=int, default=1, help="best of N for each step")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="specscope-bench-"))
+    try:
+        log = args.log
+        if log is None:
+            log = work / "server.log"
+            with open(log, "w") as f:
+                write(f, parse_size(args.size))
+        size_mb = log.stat().st_size / 1e6
+        specscope = [sys.executable, "-m", "specscope"]
+        store = work / "store"
+        subprocess.run(["grep", "-cF", "SpecDecoding metrics", str(log)], capture_output=True)
+        results: list[tuple[str, float, int, str]] = []
+        grep = best(["grep", "-cF", "SpecDecoding metrics", str(log)], args.repeat)
+        results.append(("grep -cF 'SpecDecoding metrics'", *grep))
+        naive = best([sys.executable, "-c", NAIVE, str(log)], args.repeat)
+        results.append(("naive Python regex loop", *naive))
+        shutil.rmtree(store, ignore_errors=True)
+        ingest = timed([*specscope, "ingest", str(log), "--store", str(store), "--json"])
+        results.append(("specscope ingest", ingest[0], ingest[1], ""))
+        rows = parse_size(args.rows)
+        held = grow_store(store, rows) if rows else None
+        detect = timed([*specscope, "detect", "--store", str(store), "--json"])
+        results.append(("specscope detect", detect[0], detect[1], ""))
+        report = timed([*specscope, "report", "--store", str(store), "--out", str(work / "r.html")])
+        results.append(("specscope report (HTML)", report[0], report[1], ""))
+        print(
+            f"{log.name}: {size_mb:,.0f} MB, {grep[2]} SpecDecoding records; "
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        )
+        if held:
+            print(f"store grown to {held:,} spec-decode rows for detect and report")
+        print()
+        print("| step | seconds | × grep | MB/s | peak RSS MB |")
+        print("|---|---:|---:|---:|---:|")
+        for name, wall, rss, _ in results:
+            ratio = f"{wall / grep[0]:,.1f}" if "ingest" in name or "naive" in name else ""
+            rate = f"{size_mb / wall:,.0f}" if ratio or name.startswith("grep") else ""
+            print(f"| {name} | {wall:,.2f} | {ratio} | {rate} | {rss:,} |")
+        print(f"\ningest is {naive[0] / ingest[0]:.2f}× the speed of the naive loop")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
