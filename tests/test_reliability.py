@@ -11,6 +11,7 @@ import sys
 import time
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -257,3 +258,37 @@ def test_out_of_order_duplicate_and_vanishing_samples():
     rows = intervals(series).spec_decode
     assert [r["drafts"] for r in rows] == [100, 100, 100]
     assert [r["accepted_tokens"] for r in rows] == [50, None, None]
+
+
+# What the long fuzz found (bench/fuzz.py): each was an exception before; now the bad
+# record is skipped or carries its problem, and the good record after it is read.
+_GOOD = spec(1, 100, [50, 25])
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        (_GOOD.replace("Accepted: 75 tokens", "Accepted: 99999999999999999999999 tokens"), "skip"),
+        (_GOOD.replace("Drafted: 200 tokens", "Drafted: -200 tokens"), "skip"),
+        (_GOOD.replace("rate: 0.500, 0.250", "rate: inf, 0.250"), "expected a rate"),
+        (_GOOD.replace("rate: 0.500, 0.250", "rate: 1e308, 0.250"), None),
+        (_GOOD.replace("04-07", "13-45"), "no time"),
+        (_GOOD.replace("17:00:10", "99:00:10"), "no time"),
+    ],
+    ids=["huge-count", "negative-count", "inf-rate", "1e308-rate", "month-13", "hour-99"],
+)
+def test_fuzz_findings_stay_fixed(line, said):
+    assert line != _GOOD
+    result = parse_text(line + "\n" + _GOOD + "\n")
+    rows = result.tables.get("spec_decode", [])
+    assert rows and rows[-1]["accepted_tokens"] == 75 and rows[-1]["_ts"][1:] == (4, 7, "17:00:10")
+    if said == "skip":
+        assert len(rows) == 1 and result.skipped and result.skipped[0].line == 1
+    elif said == "no time":
+        assert len(rows) == 2 and rows[0]["_ts"][1:] == (None, None, None)
+    elif said:
+        assert said in (rows[0].get("problems") or "")
+    for row in rows:
+        assert row["accepted_tokens"] is None or 0 <= row["accepted_tokens"] < 2**53
+        for count in row.get("accepted_per_pos") or []:
+            assert count is None or 0 <= count < 2**53
