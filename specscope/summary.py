@@ -117,9 +117,23 @@ def source_lines(report: SourceReport) -> list[str]:
         out.append("  skipped 0 lines")
     for note in report.notes:
         out.append(f"  note: {note}")
-    for run in report.runs:
+    shown = report.runs
+    if len(shown) > MAX_RUNS_SHOWN:
+        # A long log can hold thousands of runs; the busiest tell the story.
+        busiest = sorted(shown, key=lambda r: -(r.spec_records or 0))[:MAX_RUNS_SHOWN]
+        keep = {id(r) for r in busiest}
+        shown = [r for r in shown if id(r) in keep]
+    for run in shown:
         out.extend(run_lines(run))
+    if len(shown) < len(report.runs):
+        out.append(
+            f"  ... {len(report.runs) - len(shown):,} more runs with fewer records "
+            "(`specscope runs` lists them all)"
+        )
     return out
+
+
+MAX_RUNS_SHOWN = 10
 
 
 def ingest_text(report: IngestReport) -> str:

@@ -193,3 +193,22 @@ def test_installed_copy_of_a_seed_is_the_seed():
         assert shared.read_bytes() == INT4.read_bytes()
     assert os.path.getsize(INT4) > 1000
     assert shutil.which("specscope") is not None
+
+
+def test_summary_of_many_runs_shows_the_busiest(cli, tmp_path):
+    from specscope import summary
+
+    from .loglines import spec, stats
+
+    lines = []
+    for pid in range(1, 16):  # 15 runs; run 7 has the most records
+        for i in range(1, 3 + (10 if pid == 7 else 0)):
+            lines += [stats(i + 100 * pid, pid=pid), spec(i + 100 * pid, 100, [50, 25], pid=pid)]
+    log = tmp_path / "many.log"
+    log.write_text("\n".join(lines) + "\n")
+    r = cli("ingest", log, "--store", tmp_path / "s", "--year", "2026")
+    assert r.status == ExitStatus.SUCCESS, r.err
+    shown = [line for line in r.out.splitlines() if line.startswith("  run ")]
+    assert len(shown) == summary.MAX_RUNS_SHOWN
+    assert any("12 spec-decode records" in line for line in r.out.splitlines())
+    assert f"... {15 - summary.MAX_RUNS_SHOWN} more runs" in r.out
