@@ -21,8 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import polars as pl
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import parse_size, write
@@ -61,7 +59,8 @@ def best(cmd: list[str], repeat: int) -> tuple[float, int, str]:
 
 def grow_store(store: Path, rows: int) -> int:
     """Copy the store's partitions under new source ids until it holds ``rows`` spec rows."""
-    spec = sorted((store / "spec_decode").glob("source_id=*"))
+    import polars as pl  # here, so that the parent's RSS (which children inherit) stays small
+
     have = pl.scan_parquet(store / "spec_decode" / "**" / "*.parquet").select(pl.len()).collect()
     per_copy = int(have.item())
     copies = max(0, -(-rows // per_copy) - 1)
@@ -77,7 +76,6 @@ def grow_store(store: Path, rows: int) -> int:
                     if "run_id" in frame.columns:
                         frame = frame.with_columns(pl.col("run_id").str.replace(old, new))
                     frame.write_parquet(dest / f.name)
-    del spec
     return per_copy * (copies + 1)
 
 
