@@ -729,7 +729,13 @@ class LineParser:
             return ""  # a label or two in prose, not a record: nothing to report
         missing = [c for c in defn.required if values.get(c) is None]
         if missing:
-            return f"{defn.title} without {', '.join(_labels_of(defn, missing))}"
+            # A field that is there but unreadable is a different fault from one not printed.
+            labels = _labels_of(defn, missing)
+            names = {label.strip("'") for label in labels}
+            bad = [p for p in reading.problems if p.split(":", 1)[0] in names]
+            if bad:
+                return f"{defn.title} with an unreadable value: {'; '.join(bad)}"
+            return f"{defn.title} without {', '.join(labels)}"
         tables = defn.tables
         rows: dict[str, Row] = {t: {} for t in tables}
         column_table = {f.column: f.table or tables[0] for f in defn.fields.values()}

@@ -284,6 +284,8 @@ def test_fuzz_findings_stay_fixed(line, said):
     assert rows and rows[-1]["accepted_tokens"] == 75 and rows[-1]["_ts"][1:] == (4, 7, "17:00:10")
     if said == "skip":
         assert len(rows) == 1 and result.skipped and result.skipped[0].line == 1
+        assert "unreadable value" in result.skipped[0].reason  # not "without 'Accepted'"
+        assert "expected a count" in result.skipped[0].reason
     elif said == "no time":
         assert len(rows) == 2 and rows[0]["_ts"][1:] == (None, None, None)
     elif said:
