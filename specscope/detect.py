@@ -18,12 +18,13 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from specscope.acceptance import weighted_acceptance
 from specscope.derive import DRAFTER_KINDS
 from specscope.errors import SpecscopeError
-from specscope.findings import KINDS, Finding, Severity, wilson
+from specscope.findings import KINDS, Finding, Severity, wilson, wilson_arrays
 from specscope.store import Store
 
 Config = dict[str, Any]
@@ -849,25 +850,11 @@ def _drift(ev: Evidence) -> list[Finding]:
         drafts = rows["drafts"].cum_sum().to_list()
         tokens = rows["draft_tokens"].cum_sum().to_list()
         accepted = rows["accepted_tokens"].cum_sum().to_list()
-        total_d, total_t, total_a = drafts[-1], tokens[-1], accepted[-1]
-        best = None
-        for i in range(1, rows.height):
-            d1, t1, a1 = drafts[i - 1], tokens[i - 1], accepted[i - 1]
-            d2, t2, a2 = total_d - d1, total_t - t1, total_a - a1
-            if d1 < need or d2 < need or not t1 or not t2:
-                continue
-            r1, r2 = a1 / t1, a2 / t2
-            lo1, hi1 = _rate_interval(a1, d1, t1 / d1, z)
-            lo2, hi2 = _rate_interval(a2, d2, t2 / d2, z)
-            if (
-                abs(r2 - r1) >= cfg["min_change"]
-                and (hi1 < lo2 or hi2 < lo1)
-                and (best is None or abs(r2 - r1) > abs(best[1] - best[0]))
-            ):
-                best = (r1, r2, i)
+        best = drift_split(drafts, tokens, accepted, need, cfg["min_change"], z)
         if best is None:
             continue
         r1, r2, i = best
+        total_d = drafts[-1]
         when = rows[i]["ts"][0] or rows[i]["line"][0]
         out.append(
             _finding(
@@ -887,6 +874,37 @@ def _drift(ev: Evidence) -> list[Finding]:
             )
         )
     return out
+
+
+def drift_split(
+    drafts: list[int],
+    tokens: list[int],
+    accepted: list[int],
+    need: int,
+    min_change: float,
+    z: float,
+) -> tuple[float, float, int] | None:
+    """Where a run's acceptance changes level most, from cumulative counts: ``(rate before,
+    rate after, index of the first interval after)`` for the split with the largest change
+    whose two Wilson intervals do not overlap (each side with at least ``need`` drafts)."""
+    d, t, a = (np.asarray(x, dtype=np.float64) for x in (drafts, tokens, accepted))
+    d1, t1, a1 = d[:-1], t[:-1], a[:-1]
+    d2, t2, a2 = d[-1] - d1, t[-1] - t1, a[-1] - a1
+    ok = (d1 >= need) & (d2 >= need) & (t1 > 0) & (t2 > 0)
+    if not ok.any():
+        return None
+    d1, t1, a1, d2, t2, a2 = (x[ok] for x in (d1, t1, a1, d2, t2, a2))
+    at = np.flatnonzero(ok) + 1
+    r1, r2 = a1 / t1, a2 / t2
+    # drafts as trials, like _rate_interval: successes = accepted / k, k = tokens / drafts
+    lo1, hi1 = wilson_arrays(a1 / (t1 / d1), d1, z)
+    lo2, hi2 = wilson_arrays(a2 / (t2 / d2), d2, z)
+    change = np.abs(r2 - r1)
+    good = (change >= min_change) & ((hi1 < lo2) | (hi2 < lo1))
+    if not good.any():
+        return None
+    j = int(np.argmax(np.where(good, change, -1.0)))  # the first of equal changes
+    return (float(r1[j]), float(r2[j]), int(at[j]))
 
 
 _EVENT_SEVERITY = {

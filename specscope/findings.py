@@ -8,6 +8,8 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any
 
+import numpy as np
+
 
 class Severity(IntEnum):
     INFO = 1
@@ -85,6 +87,17 @@ def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def wilson_arrays(
+    successes: np.ndarray, n: np.ndarray, z: float = 1.96
+) -> tuple[np.ndarray, np.ndarray]:
+    """``wilson`` over arrays, the same arithmetic in the same order (``n`` > 0)."""
+    p = np.minimum(1.0, np.maximum(0.0, successes / n))
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return (np.maximum(0.0, centre - half), np.minimum(1.0, centre + half))
 
 
 def _fmt(value: Any) -> str:

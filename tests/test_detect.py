@@ -254,3 +254,53 @@ def test_wilson_and_k_curve():
     curve = k_curve([0.8, 0.6, 0.1], 0.1, block=False)
     assert [round(p["tau"], 2) for p in curve] == [1.8, 2.4, 2.5]
     assert curve[1]["speedup"] == pytest.approx(2.4 / 1.2)
+
+
+def _drift_split_loop(drafts, tokens, accepted, need, min_change, z):
+    """The split search as a plain loop over Python floats: what drift_split vectorises."""
+    from specscope.detect import _rate_interval
+
+    total_d, total_t, total_a = drafts[-1], tokens[-1], accepted[-1]
+    best = None
+    for i in range(1, len(drafts)):
+        d1, t1, a1 = drafts[i - 1], tokens[i - 1], accepted[i - 1]
+        d2, t2, a2 = total_d - d1, total_t - t1, total_a - a1
+        if d1 < need or d2 < need or not t1 or not t2:
+            continue
+        r1, r2 = a1 / t1, a2 / t2
+        lo1, hi1 = _rate_interval(a1, d1, t1 / d1, z)
+        lo2, hi2 = _rate_interval(a2, d2, t2 / d2, z)
+        if (
+            abs(r2 - r1) >= min_change
+            and (hi1 < lo2 or hi2 < lo1)
+            and (best is None or abs(r2 - r1) > abs(best[1] - best[0]))
+        ):
+            best = (r1, r2, i)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_drift_split_is_the_loop_it_replaces(seed):
+    import itertools
+    import random
+
+    from specscope.detect import drift_split
+
+    rng = random.Random(seed)
+    n = rng.randrange(2, 60)
+    k = rng.randrange(1, 9)
+    change_at = rng.randrange(n)
+    rates = (rng.random(), rng.random())
+    drafts = [rng.randrange(0, 400) for _ in range(n)]
+    tokens = [d * k for d in drafts]
+    accepted = [
+        min(t, round(t * rates[i >= change_at] * rng.uniform(0.8, 1.2)))
+        for i, t in enumerate(tokens)
+    ]
+    if seed % 5 == 0:  # equal changes at several splits: the first must win in both
+        drafts, tokens, accepted = [100] * n, [100 * k] * n, [(50 if i % 2 else 0) for i in range(n)]
+    cum = [list(itertools.accumulate(x)) for x in (drafts, tokens, accepted)]
+    if cum[1][-1] == 0:
+        return
+    args = (*cum, rng.choice([50, 100, 300]), rng.choice([0.0, 0.05, 0.1]), 1.96)
+    assert drift_split(*args) == _drift_split_loop(*args)
