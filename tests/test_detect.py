@@ -298,7 +298,8 @@ def test_drift_split_is_the_loop_it_replaces(seed):
         for i, t in enumerate(tokens)
     ]
     if seed % 5 == 0:  # equal changes at several splits: the first must win in both
-        drafts, tokens, accepted = [100] * n, [100 * k] * n, [(50 if i % 2 else 0) for i in range(n)]
+        drafts, tokens = [100] * n, [100 * k] * n
+        accepted = [(50 if i % 2 else 0) for i in range(n)]
     cum = [list(itertools.accumulate(x)) for x in (drafts, tokens, accepted)]
     if cum[1][-1] == 0:
         return
