@@ -62,7 +62,8 @@ def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
         # Inline data must stay small enough for a page: merge neighbouring intervals into
         # time buckets, summing counts before dividing as everywhere else.
         span = (rows["ts"].max() - rows["ts"].min()).total_seconds()  # type: ignore[operator]
-        bucket = f"{max(1, math.ceil(span / MAX_POINTS))}s"
+        per_run = max(2, MAX_POINTS // max(1, rows["run_id"].n_unique()))
+        bucket = f"{max(1, math.ceil(span / per_run))}s"
         rows = (
             rows.with_columns(pl.col("ts").dt.truncate(bucket))
             .group_by("run_id", "ts")
