@@ -87,20 +87,46 @@ def write(out: IO[str], size: int, seed: int = 0) -> int:
     return written
 
 
+def write_steady(out: IO[str], size: int, seed: int = 0) -> int:
+    """One long run: engine stats, SpecDecoding and an access line per 10 s interval, the
+    acceptance wandering slowly (the shape of a server that stays up for days)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.loglines import spec, stats
+
+    rng = random.Random(seed)
+    written, i, level = 0, 1, 0.7
+    while written < size:
+        level = min(0.95, max(0.05, level + rng.uniform(-0.02, 0.02)))
+        drafts = rng.randrange(50, 400)
+        per_pos = [round(drafts * level ** (p + 1)) for p in range(4)]
+        text = (
+            f"{stats(i, running=rng.randrange(1, 9))}\n{spec(i, drafts, per_pos)}\n"
+            f"{_access(rng, '1')}\n"
+        )
+        out.write(text)
+        written += len(text)
+        i += 1
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="100M", help="1G, 300M, ... (uncompressed)")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--gz", action="store_true", help="gzip the output")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--steady", action="store_true", help="one long run of plain records instead"
+    )
     args = parser.parse_args(argv)
     size = parse_size(args.size)
+    writer = write_steady if args.steady else write
     if args.gz:
         with gzip.open(args.out, "wt", compresslevel=1) as f:
-            written = write(f, size, args.seed)
+            written = writer(f, size, args.seed)
     else:
         with open(args.out, "w") as f:
-            written = write(f, size, args.seed)
+            written = writer(f, size, args.seed)
     print(f"{args.out}: {written:,} characters", file=sys.stderr)
     return 0
 

@@ -3,6 +3,7 @@
     python bench/run.py --size 100M            # generates the log, then measures
     python bench/run.py --log server.log       # measures a log you have
     python bench/run.py --size 100M --rows 10M # detect/report on a store of 10 M rows
+    python bench/run.py --size 10M --steady --rows 1M  # long runs: 1 M rows in ~70 runs
 
 Prints one table (markdown) of wall time, ratio to grep and peak RSS per step, each
 command run in its own process so that RSS is that command's alone. The page cache is
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generate import parse_size, write
+from generate import parse_size, write, write_steady
 
 NAIVE = r"""
 import re, sys
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="100M", help="size of the generated log")
     parser.add_argument("--rows", default="0", help="grow the store to this many rows, e.g. 10M")
     parser.add_argument("--repeat", type=int, default=1, help="best of N for each step")
+    parser.add_argument("--steady", action="store_true", help="generate one long plain run")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="specscope-bench-"))
     try:
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if log is None:
             log = work / "server.log"
             with open(log, "w") as f:
-                write(f, parse_size(args.size))
+                (write_steady if args.steady else write)(f, parse_size(args.size))
         size_mb = log.stat().st_size / 1e6
         specscope = [sys.executable, "-m", "specscope"]
         store = work / "store"
