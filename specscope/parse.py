@@ -279,6 +279,7 @@ def _envelope(m: regex.Match[str], year: int | None) -> Envelope:
     )
 
 
+_DP_RANK = regex.compile(r"\bDP(\d+)\b")
 _CLOCK = regex.compile(r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d")
 
 
@@ -785,6 +786,12 @@ class LineParser:
                 row["partial"] = True
             if origin.env is not None:
                 row["_ts"] = (origin.env.year, origin.env.month, origin.env.day, origin.env.time)
+                # SGLang prints no engine index; with data parallelism each rank logs its
+                # own lines under `[... DPn TPm]`, and the DP rank is the engine.
+                if defn.engine == "sglang" and row.get("engine") is None and origin.env.proc:
+                    rank = _DP_RANK.search(origin.env.proc)
+                    if rank:
+                        row["engine"] = int(rank.group(1))
             if defn.counts == "cumulative" and table == tables[0]:
                 self._to_deltas(defn, run, key, row)
             if defn.derive.get(table):
