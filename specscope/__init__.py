@@ -7,7 +7,12 @@ store.spec_decode.collect()          # polars LazyFrame per table
 specscope.weighted_acceptance(store.spec_decode, by=["run_id"])
 """
 
+from typing import TYPE_CHECKING, Any
+
 from specscope.acceptance import weighted_acceptance
+from specscope.advise import Advice, advise
+from specscope.compare import Comparison, compare
+from specscope.detect import detect
 from specscope.errors import (
     ExitStatus,
     InputBinaryError,
@@ -19,17 +24,39 @@ from specscope.errors import (
     SpecscopeError,
     StoreError,
 )
+from specscope.findings import Finding, Severity
 from specscope.ingest import IngestReport, RunSummary, SourceReport, ingest
 from specscope.parse import ParseResult, parse_lines, parse_text
+from specscope.prometheus import PullReport, pull
+from specscope.rules import rules_yaml
 from specscope.runs import runs_overview
 from specscope.schema import SCHEMA_VERSION
 from specscope.store import Store, open_store
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from specscope.report import Report, build_report, write_report
+
+# The report draws with Altair: imported when first asked for, so that ingest and detect
+# do not pay for it.
+_LAZY = {"Report", "build_report", "write_report"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from specscope import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'specscope' has no attribute {name!r}")
+
+
 __all__ = [
     "SCHEMA_VERSION",
+    "Advice",
+    "Comparison",
     "ExitStatus",
+    "Finding",
     "IngestReport",
     "InputBinaryError",
     "InputEmptyError",
@@ -38,15 +65,25 @@ __all__ = [
     "InputUnreadableError",
     "NoTelemetryError",
     "ParseResult",
+    "PullReport",
+    "Report",
     "RunSummary",
+    "Severity",
     "SourceReport",
     "SpecscopeError",
     "Store",
     "StoreError",
+    "advise",
+    "build_report",
+    "compare",
+    "detect",
     "ingest",
     "open_store",
     "parse_lines",
     "parse_text",
+    "pull",
+    "rules_yaml",
     "runs_overview",
     "weighted_acceptance",
+    "write_report",
 ]

@@ -7,8 +7,7 @@ from typing import Any
 
 from specscope.detect import gather
 from specscope.errors import SpecscopeError
-from specscope.findings import wilson
-from specscope.report import newcombe
+from specscope.findings import newcombe, wilson
 from specscope.schema import CONFIG_COLUMNS
 from specscope.store import Store
 

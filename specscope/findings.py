@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from enum import IntEnum
@@ -87,6 +88,19 @@ def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def newcombe(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, float]:
+    """Newcombe's interval for rate_b - rate_a from two Wilson intervals (drafts as trials)."""
+    ka, kb = a["draft_tokens"] / a["drafts"], b["draft_tokens"] / b["drafts"]
+    pa, pb = a["accepted_tokens"] / a["draft_tokens"], b["accepted_tokens"] / b["draft_tokens"]
+    la, ua = wilson(a["accepted_tokens"] / ka, a["drafts"])
+    lb, ub = wilson(b["accepted_tokens"] / kb, b["drafts"])
+    d = pb - pa
+    return (
+        d - math.sqrt((pb - lb) ** 2 + (ua - pa) ** 2),
+        d + math.sqrt((ub - pb) ** 2 + (pa - la) ** 2),
+    )
 
 
 def wilson_arrays(

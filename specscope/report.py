@@ -25,7 +25,7 @@ from specscope import charts
 from specscope.advise import advise
 from specscope.detect import detect as find
 from specscope.detect import gather, load_config
-from specscope.findings import Finding, Severity, wilson
+from specscope.findings import Finding, Severity, newcombe, wilson
 from specscope.redact import Redactor
 from specscope.store import Store
 
@@ -339,19 +339,6 @@ def _pair(
         "difference": pb - pa,
         "interval": [low, high],
     }
-
-
-def newcombe(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, float]:
-    """Newcombe's interval for rate_b - rate_a from two Wilson intervals (drafts as trials)."""
-    ka, kb = a["draft_tokens"] / a["drafts"], b["draft_tokens"] / b["drafts"]
-    pa, pb = a["accepted_tokens"] / a["draft_tokens"], b["accepted_tokens"] / b["draft_tokens"]
-    la, ua = wilson(a["accepted_tokens"] / ka, a["drafts"])
-    lb, ub = wilson(b["accepted_tokens"] / kb, b["drafts"])
-    d = pb - pa
-    return (
-        d - math.sqrt((pb - lb) ** 2 + (ua - pa) ** 2),
-        d + math.sqrt((ub - pb) ** 2 + (pa - la) ** 2),
-    )
 
 
 def _charts(
