@@ -88,19 +88,23 @@ class Evidence:
     per_run: dict[str, dict[str, Any]]  # weighted acceptance per run
     config: Config
     reference: list[dict[str, Any]]
-    # Detectors look at one run at a time: split once, not one filter per run (which is
-    # quadratic in the number of runs).
-    _parts: dict[str, dict[str, pl.DataFrame]] = field(default_factory=dict, repr=False)
+    # Detectors look at one run at a time. The frames are sorted by run (stably, so each
+    # run keeps its order), so a run's rows are a zero-copy slice: no filter per run
+    # (quadratic in runs) and no second copy of the table (partition_by).
+    _spans: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     def _rows(self, table: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
         frame: pl.DataFrame = getattr(self, table)
-        if table not in self._parts:
-            self._parts[table] = {
-                key[0]: part
-                for key, part in frame.partition_by("run_id", as_dict=True).items()
-                if isinstance(key[0], str)
-            }
-        parts = [self._parts[table][r] for r in run_ids if r in self._parts[table]]
+        if table not in self._spans:
+            counts = frame.group_by("run_id", maintain_order=True).len()
+            spans, offset = {}, 0
+            for run_id, n in counts.iter_rows():
+                spans[run_id] = (offset, n)
+                offset += n
+            self._spans[table] = spans
+        parts = [frame.slice(*self._spans[table][r]) for r in run_ids if r in self._spans[table]]
+        if len(parts) == 1:
+            return parts[0]
         return pl.concat(parts) if parts else frame.clear()
 
     def spec_of(self, *run_ids: str) -> pl.DataFrame:
@@ -160,7 +164,8 @@ def evidence_from(
     if since is not None:
         cutoff = (now or datetime.now()) - since
         spec, stats = (t.filter(pl.col("ts") >= cutoff) for t in (spec, stats))
-    joined = _join_stats(spec, stats)
+    joined = _join_stats(spec, stats).sort("run_id", maintain_order=True, nulls_last=True)
+    stats = stats.sort("run_id", maintain_order=True, nulls_last=True)
     per_run = {r["run_id"]: r for r in weighted_acceptance(joined, ["run_id"]).to_dicts()}
     return Evidence(
         spec=joined,
