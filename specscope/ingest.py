@@ -406,7 +406,14 @@ def _run_row(
         first_ts=min(stamps) if stamps else None,
         last_ts=max(stamps) if stamps else None,
         server=config.get("server") or "vllm",
-        pids=json.dumps(run.procs) if run.procs else None,
+        pids=json.dumps(
+            {
+                name: [pid, *run.side_pids[name]] if name in run.side_pids else pid
+                for name, pid in run.procs.items()
+            }
+        )
+        if run.procs
+        else None,
         spec_records=run.counts.get("spec_decode", 0),
         stats_records=run.counts.get("engine_stats", 0),
         events=run.counts.get("events", 0),

@@ -67,6 +67,8 @@ class Run:
     last_line: int
     config: dict[str, Any] = field(default_factory=dict)
     procs: dict[str, int] = field(default_factory=dict)
+    # More pids under one singleton name, side by side (several API servers of one server).
+    side_pids: dict[str, list[int]] = field(default_factory=dict)
     starts_seen: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     last_seen: Envelope | None = None  # the last envelope with a timestamp
@@ -494,8 +496,20 @@ class LineParser:
         run = self._run
         # Workers (TP ranks) share a name and differ by pid within one server.
         singleton = "Worker" not in env.proc
+        other_pid = (
+            run is not None
+            and singleton
+            and run.procs.get(env.proc, env.pid) != env.pid
+            and env.pid not in run.side_pids.get(env.proc, ())
+        )
+        if other_pid and run is not None and _side_by_side(run.last_seen, env):
+            # A restart takes at least a model load; a new pid logging within seconds of
+            # the run's last line is a sibling (`--api-server-count N` gives N API servers
+            # that log side by side, each for its engines).
+            run.side_pids.setdefault(env.proc, []).append(env.pid)
+            other_pid = False
         if run is not None and (
-            (singleton and run.procs.get(env.proc, env.pid) != env.pid)
+            other_pid
             or (env.proc not in run.procs and run.procs and _far_apart(run.last_seen, env))
         ):
             # The same process name with another pid is a restart; a process the run has
@@ -925,6 +939,19 @@ def _far_apart(before: Envelope | None, after: Envelope) -> bool:
     if before.year and after.year and before.year != after.year:
         return True
     return abs(_seconds_in_year(after) - _seconds_in_year(before)) > _GAP_S
+
+
+def _side_by_side(before: Envelope | None, after: Envelope) -> bool:
+    """Two envelopes close enough in time that their processes ran at once: within one
+    logging interval (10 s) and a little."""
+    if before is None or before.month is None or after.month is None:
+        return False
+    if before.year and after.year and before.year != after.year:
+        return False
+    return abs(_seconds_in_year(after) - _seconds_in_year(before)) <= _SIDE_BY_SIDE_S
+
+
+_SIDE_BY_SIDE_S = 15
 
 
 def _seconds_in_year(env: Envelope) -> int:

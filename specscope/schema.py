@@ -160,7 +160,7 @@ RUNS = pa.schema(
         pa.field("last_ts", pa.timestamp("ms")),
         pa.field("server", pa.string()),  # vllm or sglang
         *RUN_CONFIG,
-        pa.field("pids", pa.string()),  # JSON {process name: pid}
+        pa.field("pids", pa.string()),  # JSON {process name: pid, or [pids] side by side}
         pa.field("spec_records", pa.int64()),
         pa.field("stats_records", pa.int64()),
         pa.field("events", pa.int64()),

@@ -143,7 +143,8 @@ def test_new_pid_is_a_new_run_and_startup_lines_configure_it():
         "'speculative_config': {'method': 'deepseek_mtp', 'num_speculative_tokens': 5}}\n"
     )
     text = start + STATS.replace("5069", "1") + "\n" + SPEC.replace("5069", "1") + "\n"
-    text += STATS + "\n" + SPEC
+    later = "17:33:34"  # a restart takes at least a model load
+    text += STATS.replace("17:30:34", later) + "\n" + SPEC.replace("17:30:34", later)
     result = parse_text(text)
     assert len(result.runs) == 2
     first, second = result.runs
@@ -167,3 +168,26 @@ def test_a_second_server_start_without_pids_is_a_new_run():
     result = parse_text(text)
     assert len(result.runs) == 2
     assert [r.counts["spec_decode"] for r in result.runs] == [1, 1]
+
+
+def test_api_servers_side_by_side_are_one_run():
+    """`--api-server-count N`: N API server processes log at once, each for its engines
+    (the shape of vllm-project/vllm-ascend#12521); a new pid within seconds is a sibling."""
+    lines = []
+    for minute in range(3):
+        for pid, engine in ((95669, 2), (95673, 4), (95665, 0)):
+            at = f"17:3{minute}:{34 + engine}"
+            lines.append(
+                STATS.replace("5069", str(pid))
+                .replace("17:30:34", at)
+                .replace("Engine 000", f"Engine {engine:03d}")
+            )
+            lines.append(SPEC.replace("5069", str(pid)).replace("17:30:34", at))
+    result = parse_text("\n".join(lines) + "\n")
+    assert len(result.runs) == 1
+    assert result.runs[0].side_pids == {"APIServer": [95673, 95665]}
+    assert [r["engine"] for r in result.tables["spec_decode"]] == [2, 4, 0] * 3
+    # the same process names two minutes after the last line are a restart
+    restart = [line.replace("pid=95669", "pid=7").replace("17:3", "17:4") for line in lines[:2]]
+    result = parse_text("\n".join(lines + restart) + "\n")
+    assert len(result.runs) == 2
