@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specscope.derive import DRAFTER_KINDS
-from specscope.detect import Config, cost_ratio, gather, k_curve, load_config
+from specscope.detect import Config, Evidence, cost_ratio, gather, k_curve, load_config
 from specscope.store import Store
 
 
@@ -40,7 +40,11 @@ def advise(
     cost: float | None = None,
     config: Config | None = None,
 ) -> list[Advice]:
-    ev = gather(store, run_ids=run_ids, config=config or load_config())
+    return advice_of(gather(store, run_ids=run_ids, config=config or load_config()), cost)
+
+
+def advice_of(ev: Evidence, cost: float | None = None) -> list[Advice]:
+    """The advice for evidence already gathered (the report gathers once for all parts)."""
     out = []
     for run_id, agg in ev.per_run.items():
         a = [x for x in (agg.get("per_position") or []) if x is not None]

@@ -22,9 +22,8 @@ from typing import Any
 import polars as pl
 
 from specscope import charts
-from specscope.advise import advise
-from specscope.detect import detect as find
-from specscope.detect import gather, load_config
+from specscope.advise import advice_of
+from specscope.detect import findings_of, gather, load_config
 from specscope.findings import Finding, Severity, newcombe, wilson
 from specscope.redact import Redactor
 from specscope.store import Store
@@ -98,7 +97,7 @@ def build_report(
     red = redactor or Redactor()
     ids = list(run_ids or [])
     ev = gather(store, run_ids=ids or None, config=load_config())
-    found = find(store, run_ids=ids or None)
+    found = findings_of(ev)
     paths = {r["source_id"]: r["path"] for r in store.sources.collect().to_dicts()}
     runs = []
     for run_id, run in ev.runs.items():
@@ -147,7 +146,7 @@ def build_report(
                     "acceptance_rate": agg.get("acceptance_rate"),
                 }
             )
-    advice = [a.to_dict() for a in advise(store, run_ids=ids or None)]
+    advice = [a.to_dict() for a in advice_of(ev)]
     report = Report(
         verdict=_verdict(runs, found),
         runs=runs,
