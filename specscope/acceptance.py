@@ -46,7 +46,7 @@ def weighted_acceptance(
         .mean()
         .alias("_printed_tau"),
     )
-    totals = totals.join(printed, on=keys, how="left", nulls_equal=True)
+    totals = totals.join(printed, on=keys, how="left", nulls_equal=True, maintain_order="left")
     totals = (
         totals.with_columns(
             pl.when(pl.col("draft_tokens") > 0)
@@ -89,7 +89,9 @@ def weighted_acceptance(
             pl.col("count").alias("accepted_per_pos"),
         )
     )
-    return totals.join(per_pos, on=keys, how="left", nulls_equal=True).collect()
+    return totals.join(
+        per_pos, on=keys, how="left", nulls_equal=True, maintain_order="left"
+    ).collect()
 
 
 __all__ = ["weighted_acceptance"]

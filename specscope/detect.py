@@ -189,8 +189,15 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     from_pulls = stats.filter(pl.col("line").is_null()).select(
         "run_id", "engine", "ts", *[pl.col(c).alias(f"{c}_p") for c in wanted]
     )
-    out = spec.join(from_logs, on=["source_id", "stats_line"], how="left")
-    out = out.join(from_pulls, on=["run_id", "engine", "ts"], how="left", nulls_equal=True)
+    # Joins keep the left order: a group's rows, and groups, in the order of the input.
+    out = spec.join(from_logs, on=["source_id", "stats_line"], how="left", maintain_order="left")
+    out = out.join(
+        from_pulls,
+        on=["run_id", "engine", "ts"],
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )
     return out.with_columns(pl.coalesce(c, f"{c}_p").alias(c) for c in wanted).drop(
         [f"{c}_p" for c in wanted]
     )

@@ -212,3 +212,23 @@ def test_summary_of_many_runs_shows_the_busiest(cli, tmp_path):
     assert len(shown) == summary.MAX_RUNS_SHOWN
     assert any("12 spec-decode records" in line for line in r.out.splitlines())
     assert f"... {15 - summary.MAX_RUNS_SHOWN} more runs" in r.out
+
+
+def test_weighted_acceptance_keeps_the_order_groups_first_appear_in():
+    """Reports list runs in this order: it must not change from one call to the next."""
+    names = [f"run-{i:03d}" for i in range(300, 0, -1)]  # not sorted, many groups
+    frame = pl.DataFrame(
+        {
+            "run_id": [n for n in names for _ in range(20)],
+            "drafts": [10] * (20 * len(names)),
+            "draft_tokens": [30] * (20 * len(names)),
+            "accepted_tokens": [12] * (20 * len(names)),
+            "k": [3] * (20 * len(names)),
+            "ts": [None] * (20 * len(names)),
+            "mean_acceptance_length": [None] * (20 * len(names)),
+            "accepted_per_pos": [[6, 4, 2]] * (20 * len(names)),
+        },
+        schema_overrides={"ts": pl.Datetime, "mean_acceptance_length": pl.Float64},
+    )
+    for _ in range(5):
+        assert specscope.weighted_acceptance(frame)["run_id"].to_list() == names
