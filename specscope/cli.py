@@ -26,7 +26,7 @@ from specscope.errors import ExitStatus, SpecscopeError
 from specscope.findings import Severity, finding_text
 from specscope.ingest import ingest as run_ingest
 from specscope.ingest import parse_overrides
-from specscope.prometheus import parse_duration
+from specscope.prometheus import PullReport, parse_duration
 from specscope.prometheus import pull as run_pull
 from specscope.redact import Redactor
 from specscope.report import build_report, write_report
@@ -174,15 +174,18 @@ def pull(
         )
     except SpecscopeError as exc:
         raise _fail(exc) from exc
+    _print_pull(report, as_json, "what came before is stored and the next pull starts there")
+
+
+def _print_pull(report: PullReport, as_json: bool, kept: str) -> None:
+    """A pull's or a scrape's report; a window that failed is exit 10, after the report."""
     if as_json:
         _print_json(report.to_dict())
     else:
         typer.echo(pull_text(report))
     if report.failed:
         typer.echo(
-            f"specscope: error: {report.url}: stopped at {report.failed[0]}; what came "
-            "before is stored and the next pull starts there",
-            err=True,
+            f"specscope: error: {report.url}: stopped at {report.failed[0]}; {kept}", err=True
         )
         raise typer.Exit(int(ExitStatus.PROMETHEUS))
 
@@ -217,17 +220,7 @@ def scrape(
         )
     except SpecscopeError as exc:
         raise _fail(exc) from exc
-    if as_json:
-        _print_json(report.to_dict())
-    else:
-        typer.echo(pull_text(report))
-    if report.failed:
-        typer.echo(
-            f"specscope: error: {report.url}: stopped at {report.failed[0]}; the polls "
-            "before are stored",
-            err=True,
-        )
-        raise typer.Exit(int(ExitStatus.PROMETHEUS))
+    _print_pull(report, as_json, "the polls before are stored")
 
 
 @app.command(
