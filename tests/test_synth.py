@@ -18,10 +18,11 @@ import pytest
 
 import specscope
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from .helpers import FIXTURES, explain
+
 sys.path.insert(0, str(FIXTURES))
 
-import synth  # noqa: E402
+import synth
 
 SEEDS = range(60)
 INGEST_SEEDS = (0, 2, 6, 11, 20, 25, 27, 33)  # 6-33: 0.8.3-0.8.4 runs whose k the config states
@@ -96,33 +97,6 @@ def parse_level(row: dict[str, Any]) -> dict[str, Any]:
     if row.get("k_from_config"):
         return dict(row, k=None, drafts=None)
     return row
-
-
-def _show(log: synth.SynthLog, line: int | None) -> str:
-    if line is None:
-        return ""
-    lines = log.text.split("\n")
-    return "\n".join(
-        f"  {n}: {lines[n - 1][:300]!r}" for n in range(line, min(line + 2, len(lines) + 1))
-    )
-
-
-def explain(
-    log: synth.SynthLog, got: list[dict[str, Any]], want: list[dict[str, Any]], what: str
-) -> str:
-    """The first difference, compactly, with the text around it."""
-    head = (
-        f"{what}: {len(got)} rows read, {len(want)} expected "
-        f"(seed {log.seed}, wrappings {log.wrappings}, width {log.width}, "
-        f"versions {log.versions})"
-    )
-    for i, (g, w) in enumerate(zip(got, want, strict=False)):
-        if g != w:
-            diff = {k: (g.get(k), w.get(k)) for k in w if g.get(k) != w.get(k)}
-            return f"{head}\nrow {i}: (read, expected) {diff}\n{_show(log, w.get('line'))}"
-    rest = got[len(want) :] or want[len(got) :]
-    extra = "read but not expected" if len(got) > len(want) else "expected but not read"
-    return f"{head}\n{extra}: {rest[0]}\n{_show(log, rest[0].get('line'))}"
 
 
 # --------------------------------------------------------------------------------------

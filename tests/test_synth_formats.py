@@ -22,10 +22,11 @@ import pytest
 
 import specscope
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from .helpers import FIXTURES, explain
+
 sys.path.insert(0, str(FIXTURES))
 
-import synth  # noqa: E402
+import synth
 
 SEEDS = range(40)
 
@@ -157,32 +158,6 @@ def case(name: str, seed: int) -> tuple[synth.SynthLog, specscope.ParseResult]:
 
 def project(rows: list[dict[str, Any]], cols: tuple[str, ...]) -> list[dict[str, Any]]:
     return [{c: r.get(c) for c in cols} | {"partial": bool(r.get("partial"))} for r in rows]
-
-
-def _show(log: synth.SynthLog, line: int | None) -> str:
-    if line is None:
-        return ""
-    lines = log.text.split("\n")
-    return "\n".join(
-        f"  {n}: {lines[n - 1][:200]!r}" for n in range(max(1, line - 1), min(line + 2, len(lines)))
-    )
-
-
-def explain(
-    log: synth.SynthLog, got: list[dict[str, Any]], want: list[dict[str, Any]], what: str
-) -> str:
-    head = (
-        f"{what}: {len(got)} rows read, {len(want)} expected "
-        f"(format {log.format}, seed {log.seed}, wrappings {log.wrappings}, "
-        f"versions {log.versions})"
-    )
-    for i, (g, w) in enumerate(zip(got, want, strict=False)):
-        if g != w:
-            diff = {k: (g.get(k), w.get(k)) for k in w if g.get(k) != w.get(k)}
-            return f"{head}\nrow {i}: (read, expected) {diff}\n{_show(log, w.get('line'))}"
-    rest = got[len(want) :] or want[len(got) :]
-    extra = "read but not expected" if len(got) > len(want) else "expected but not read"
-    return f"{head}\n{extra}: {rest[0]}\n{_show(log, rest[0].get('line'))}"
 
 
 def check_table(name: str, seed: int, table: str, cols: tuple[str, ...]) -> None:
