@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -932,23 +933,26 @@ def _line_at(breaks: Breaks, offset: int) -> int:
 _GAP_S = 6 * 3600
 
 
+def _seconds_apart(before: Envelope | None, after: Envelope) -> float | None:
+    """Seconds between two envelopes (infinite across years); None without dates."""
+    if before is None or before.month is None or after.month is None:
+        return None
+    if before.year and after.year and before.year != after.year:
+        return math.inf
+    return abs(_seconds_in_year(after) - _seconds_in_year(before))
+
+
 def _far_apart(before: Envelope | None, after: Envelope) -> bool:
     """More than six hours between two envelopes (or the clock went back a month)."""
-    if before is None or before.month is None or after.month is None:
-        return False
-    if before.year and after.year and before.year != after.year:
-        return True
-    return abs(_seconds_in_year(after) - _seconds_in_year(before)) > _GAP_S
+    apart = _seconds_apart(before, after)
+    return apart is not None and apart > _GAP_S
 
 
 def _side_by_side(before: Envelope | None, after: Envelope) -> bool:
     """Two envelopes close enough in time that their processes ran at once: within one
     logging interval (10 s) and a little."""
-    if before is None or before.month is None or after.month is None:
-        return False
-    if before.year and after.year and before.year != after.year:
-        return False
-    return abs(_seconds_in_year(after) - _seconds_in_year(before)) <= _SIDE_BY_SIDE_S
+    apart = _seconds_apart(before, after)
+    return apart is not None and apart <= _SIDE_BY_SIDE_S
 
 
 _SIDE_BY_SIDE_S = 15
