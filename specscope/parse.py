@@ -50,6 +50,7 @@ class Envelope:
     day: int | None = None
     time: str | None = None
     year: int | None = None  # when the envelope (or a container timestamp) carries one
+    engine: int | None = None  # when the header names it (SGLang's DP rank)
 
 
 @dataclass(slots=True)
@@ -279,10 +280,10 @@ def _envelope(m: regex.Match[str], year: int | None) -> Envelope:
         day=day,
         time=clock,
         year=num("year") or year,
+        engine=num("engine"),
     )
 
 
-_DP_RANK = regex.compile(r"\bDP(\d+)\b")
 _CLOCK = regex.compile(r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d")
 
 
@@ -801,12 +802,8 @@ class LineParser:
                 row["partial"] = True
             if origin.env is not None:
                 row["_ts"] = (origin.env.year, origin.env.month, origin.env.day, origin.env.time)
-                # SGLang prints no engine index; with data parallelism each rank logs its
-                # own lines under `[... DPn TPm]`, and the DP rank is the engine.
-                if defn.engine == "sglang" and row.get("engine") is None and origin.env.proc:
-                    rank = _DP_RANK.search(origin.env.proc)
-                    if rank:
-                        row["engine"] = int(rank.group(1))
+                if row.get("engine") is None and origin.env.engine is not None:
+                    row["engine"] = origin.env.engine
             if defn.counts == "cumulative" and table == tables[0]:
                 self._to_deltas(defn, run, key, row)
             if defn.derive.get(table):
