@@ -24,9 +24,6 @@ FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_lis
 COUNTS = ("interval", "cumulative")
 PARSE_MODES = ("python_dict", "key_value", None)
 
-# Bounded so that a hostile line cannot make a pattern run away.
-REGEX_TIMEOUT_S = 1.0
-
 
 @dataclass(frozen=True)
 class FieldSpec:
