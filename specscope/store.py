@@ -293,8 +293,16 @@ class StoreWriter:
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
-    """The store at ``path`` (default ``$SPECSCOPE_STORE`` or ``./specscope-data``)."""
+    """The store at ``path`` (default ``$SPECSCOPE_STORE`` or ``./specscope-data``), for
+    reading: a directory that holds no store is an error, not an empty answer (a mistyped
+    ``--store`` would otherwise report "no findings")."""
     store = Store(path if path is not None else default_store_path())
+    if not store.exists():
+        raise StoreError(
+            "no specscope store here: `specscope ingest LOG` or `specscope pull` makes one "
+            "(or point --store / $SPECSCOPE_STORE at it)",
+            path=str(store.path),
+        )
     store.manifest()
     return store
 

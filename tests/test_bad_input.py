@@ -156,3 +156,20 @@ def test_internal_errors_are_one_line(cli, monkeypatch, tmp_path):
     r = cli("ingest", INT4, "--store", tmp_path / "s")
     assert r.status == ExitStatus.ERROR
     assert "internal error" in _one_error_line(r, "synthetic failure")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("detect",),
+        ("advise",),
+        ("runs",),
+        ("compare", "a", "b"),
+        ("report", "--out", "r.html"),
+    ],
+)
+def test_reading_commands_refuse_a_directory_without_a_store(cli, tmp_path, args):
+    r = cli(*args, "--store", tmp_path / "mistyped")
+    assert r.status == ExitStatus.STORE_ERROR, r.out
+    assert r.err.count("\n") == 1 and "no specscope store here" in r.err
+    assert "no findings" not in r.out

@@ -191,7 +191,8 @@ def test_faults_are_clear_and_store_nothing(mode, tmp_path, cli):
     assert "Traceback" not in r.err
     if mode in ("500", "429"):
         assert bad.requests >= 2  # retried
-    store = specscope.open_store(tmp_path / "s")
+    store = specscope.Store(tmp_path / "s")  # a failed first pull leaves no store at all
+    assert not store.exists()
     assert store.spec_decode.collect().height == 0
     sources = store.sources.collect()
     assert sources.height == 0 or sources["watermark"].is_null().all()
