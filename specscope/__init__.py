@@ -23,6 +23,7 @@ from specscope.errors import (
     NoTelemetryError,
     SpecscopeError,
     StoreError,
+    UsageError,
 )
 from specscope.findings import Finding, Severity
 from specscope.ingest import IngestReport, RunSummary, SourceReport, ingest
@@ -73,6 +74,7 @@ __all__ = [
     "SpecscopeError",
     "Store",
     "StoreError",
+    "UsageError",
     "advise",
     "build_report",
     "compare",

@@ -22,14 +22,14 @@ from specscope.compare import comparison_text
 from specscope.definitions import load_definitions
 from specscope.detect import detect as run_detect
 from specscope.detect import load_config, load_reference
-from specscope.errors import ExitStatus, SpecscopeError
+from specscope.errors import ExitStatus, SpecscopeError, UsageError
 from specscope.findings import Severity, finding_text
 from specscope.ingest import ingest as run_ingest
 from specscope.ingest import parse_overrides
 from specscope.prometheus import PullReport, parse_duration
 from specscope.prometheus import pull as run_pull
 from specscope.redact import Redactor
-from specscope.report import build_report, write_report
+from specscope.report import build_report, report_kind, write_report
 from specscope.rules import rules_yaml
 from specscope.runs import runs_overview
 from specscope.scrape import scrape as run_scrape
@@ -260,7 +260,7 @@ def detect(
             reference=load_reference(reference),
         )
     except ValueError as exc:
-        raise _fail(SpecscopeError(str(exc))) from exc
+        raise _fail(UsageError(str(exc))) from exc
     except SpecscopeError as exc:
         raise _fail(exc) from exc
     if as_json:
@@ -322,6 +322,8 @@ def report(
     the k advice, charts, and what moves acceptance across the runs of the store.
     """
     try:
+        if out is not None and not as_json:
+            report_kind(out)  # before the work, not after it
         redactor = Redactor(enabled=redact, hosts=redact_hosts)
         built = build_report(
             open_store(store), run_ids=run, redactor=redactor, with_charts=not as_json
@@ -330,7 +332,7 @@ def report(
             _print_json(built.to_dict())
             return
         if out is None:
-            raise SpecscopeError("--out report.md or --out report.html is needed (or --json)")
+            raise UsageError("--out report.md or --out report.html is needed (or --json)")
         path = write_report(built, out)
     except SpecscopeError as exc:
         raise _fail(exc) from exc

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specscope.detect import gather
-from specscope.errors import SpecscopeError
+from specscope.errors import UsageError
 from specscope.findings import newcombe, wilson
 from specscope.schema import CONFIG_COLUMNS
 from specscope.store import Store
@@ -28,7 +28,7 @@ def compare(store: Store, run_a: str, run_b: str) -> Comparison:
     aggs = [ev.per_run.get(run_a), ev.per_run.get(run_b)]
     for run_id, agg in zip((run_a, run_b), aggs, strict=True):
         if not agg or not agg.get("draft_tokens") or not agg.get("drafts"):
-            raise SpecscopeError(f"run {run_id} has no spec-decode counts to compare")
+            raise UsageError(f"run {run_id} has no spec-decode counts to compare")
     a, b = aggs[0], aggs[1]
     assert a is not None and b is not None
     config = [

@@ -23,7 +23,7 @@ import polars as pl
 
 from specscope.acceptance import weighted_acceptance
 from specscope.derive import DRAFTER_KINDS
-from specscope.errors import SpecscopeError
+from specscope.errors import UsageError
 from specscope.findings import KINDS, Finding, Severity, wilson, wilson_arrays
 from specscope.store import Store
 
@@ -58,10 +58,10 @@ def load_config(path: str | Path | None = None) -> Config:
         try:
             user = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SpecscopeError(f"cannot read the config ({exc})", path=str(path)) from exc
+            raise UsageError(f"cannot read the config ({exc})", path=str(path)) from exc
         for section, values in user.items():
             if not isinstance(values, dict) or section not in config:
-                raise SpecscopeError(f"unknown section [{section}]", path=str(path))
+                raise UsageError(f"unknown section [{section}]", path=str(path))
             config[section].update(values)
     return config
 
@@ -72,7 +72,7 @@ def load_reference(path: str | Path | None = None) -> list[dict[str, Any]]:
         try:
             entries += tomllib.loads(Path(path).read_text(encoding="utf-8")).get("entry", [])
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SpecscopeError(f"cannot read the reference ({exc})", path=str(path)) from exc
+            raise UsageError(f"cannot read the reference ({exc})", path=str(path)) from exc
     return entries
 
 
@@ -157,7 +157,7 @@ def evidence_from(
     if wanted:
         unknown = wanted - set(runs["run_id"].to_list())
         if unknown:
-            raise SpecscopeError(f"no run {sorted(unknown)[0]} in the store (`specscope runs`)")
+            raise UsageError(f"no run {sorted(unknown)[0]} in the store (`specscope runs`)")
         spec, stats, runs, events, bench = (
             t.filter(pl.col("run_id").is_in(wanted)) for t in (spec, stats, runs, events, bench)
         )

@@ -40,6 +40,12 @@ class SpecscopeError(Exception):
         return where + self.message
 
 
+class UsageError(SpecscopeError):
+    """An option, a config file or a run id that cannot be used as given."""
+
+    exit_status = ExitStatus.USAGE
+
+
 class InputMissingError(SpecscopeError):
     exit_status = ExitStatus.INPUT_MISSING
 

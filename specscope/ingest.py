@@ -17,7 +17,7 @@ import pyarrow as pa
 from specscope.acceptance import weighted_acceptance
 from specscope.definitions import load_definitions
 from specscope.derive import DRAFTER_KINDS, fill_drafts, quantization_from_model_name
-from specscope.errors import NoTelemetryError, SpecscopeError
+from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
 from specscope.parse import Grammar, ParseResult, Run, parse_lines
 from specscope.reader import Source, open_source
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
@@ -125,9 +125,9 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise SpecscopeError(f"--set wants key=value, got {pair!r}")
+            raise UsageError(f"--set wants key=value, got {pair!r}")
         if key not in CONFIG_COLUMNS or key == "label":
-            raise SpecscopeError(
+            raise UsageError(
                 f"--set {key}: unknown field; known: "
                 + ", ".join(c for c in CONFIG_COLUMNS if c != "label")
             )
@@ -136,13 +136,11 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
             try:
                 out[key] = int(value)
             except ValueError as exc:
-                raise SpecscopeError(
-                    f"--set {key}: expected a whole number, got {value!r}"
-                ) from exc
+                raise UsageError(f"--set {key}: expected a whole number, got {value!r}") from exc
         elif key == "enable_prefix_caching":
             low = value.lower()
             if low not in ("true", "false", "on", "off", "1", "0", "yes", "no"):
-                raise SpecscopeError(f"--set {key}: expected true or false, got {value!r}")
+                raise UsageError(f"--set {key}: expected true or false, got {value!r}")
             out[key] = low in ("true", "on", "1", "yes")
         else:
             out[key] = value

@@ -28,7 +28,7 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from urllib3.util.retry import Retry
 
 from specscope.counters import SERIES_NAMES, Intervals, Series, intervals
-from specscope.errors import PrometheusError, SpecscopeError
+from specscope.errors import PrometheusError, UsageError
 from specscope.store import Store, StoreWriter, default_store_path
 
 TOKEN_ENV = "SPECSCOPE_PROMETHEUS_TOKEN"
@@ -47,7 +47,7 @@ def parse_duration(text: str) -> timedelta:
     """``"6h"``, ``"90m"``, ``"1h30m"``, ``"10s"`` as a timedelta."""
     parts = list(_DURATION.finditer(text.strip()))
     if not parts or "".join(m.group(0) for m in parts).replace(" ", "") != text.replace(" ", ""):
-        raise SpecscopeError(f"not a duration: {text!r} (write 6h, 90m, 1h30m, 10s)")
+        raise UsageError(f"not a duration: {text!r} (write 6h, 90m, 1h30m, 10s)")
     return timedelta(seconds=sum(float(m["n"]) * _UNIT_S[m["unit"]] for m in parts))
 
 
@@ -60,7 +60,7 @@ def parse_time(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise SpecscopeError(f"not a time: {text!r} (RFC 3339 or unix seconds)") from exc
+        raise UsageError(f"not a time: {text!r} (RFC 3339 or unix seconds)") from exc
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -85,7 +85,7 @@ class Endpoint:
         env = os.environ if env is None else env
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SpecscopeError(f"not an http(s) URL: {_redact(url)!r}")
+            raise UsageError(f"not an http(s) URL: {_redact(url)!r}")
         auth = None
         if parts.username:
             auth = (parts.username, parts.password or "")
@@ -120,9 +120,7 @@ def series_selector(selector: str | None) -> str:
     if extra and not regex.fullmatch(
         r'\s*\w+\s*(=|!=|=~|!~)\s*"[^"]*"\s*(,\s*\w+\s*(=|!=|=~|!~)\s*"[^"]*"\s*)*,?\s*', extra
     ):
-        raise SpecscopeError(
-            f'--selector wants label matchers like {{job="vllm"}}, got {selector!r}'
-        )
+        raise UsageError(f'--selector wants label matchers like {{job="vllm"}}, got {selector!r}')
     matchers = f'__name__=~"{names}"' + (f", {extra.rstrip(',')}" if extra else "")
     return "{" + matchers + "}"
 

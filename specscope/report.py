@@ -24,6 +24,7 @@ import polars as pl
 from specscope import charts
 from specscope.advise import advice_of
 from specscope.detect import findings_of, gather, load_config
+from specscope.errors import UsageError
 from specscope.findings import Finding, Severity, newcombe, wilson
 from specscope.redact import Redactor
 from specscope.store import Store
@@ -609,9 +610,20 @@ def _cell(value: Any, key: str = "") -> str:
     return str(value)
 
 
+def report_kind(out: Path) -> str:
+    """``html`` or ``markdown``, from the name the report is to be written under."""
+    suffix = out.suffix.lower()
+    if suffix in (".html", ".htm"):
+        return "html"
+    if suffix in (".md", ".markdown"):
+        return "markdown"
+    raise UsageError(f"--out names a .md or an .html file, not {out.name!r}")
+
+
 def write_report(report: Report, out: Path) -> Path:
+    kind = report_kind(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() in (".html", ".htm"):
+    if kind == "html":
         out.write_text(render_html(report), encoding="utf-8")
     else:
         out.write_text(render_markdown(report, out), encoding="utf-8")

@@ -15,7 +15,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from specscope.counters import SERIES_NAMES, Series, canonical_name, intervals
-from specscope.errors import PrometheusError, SpecscopeError
+from specscope.errors import PrometheusError, UsageError
 from specscope.prometheus import PullReport, store_intervals
 from specscope.store import Store, default_store_path
 
@@ -51,11 +51,11 @@ def scrape(
     """Poll ``url`` ``count`` times (or for ``duration`` seconds) and store the intervals."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SpecscopeError(f"not an http(s) URL: {url!r}")
+        raise UsageError(f"not an http(s) URL: {url!r}")
     if count is None:
         count = max(2, int((duration or 60.0) // interval) + 1)
     if count < 2:
-        raise SpecscopeError("--count must be at least 2: an interval needs two polls")
+        raise UsageError("--count must be at least 2: an interval needs two polls")
     instance = parts.netloc.rsplit("@", 1)[-1]
     clean = f"{parts.scheme}://{instance}{parts.path}"
     target = (

@@ -27,7 +27,7 @@ from rich.text import Text
 from specscope.acceptance import weighted_acceptance
 from specscope.counters import Series, intervals
 from specscope.detect import evidence_from, findings_of, load_config
-from specscope.errors import PrometheusError, SpecscopeError
+from specscope.errors import InputMissingError, PrometheusError
 from specscope.findings import Finding, finding_text
 from specscope.ingest import frames
 from specscope.parse import LineParser
@@ -95,7 +95,7 @@ class Watcher:
         self.polls = 0
         self.config = load_config()
         if not self.is_url and not Path(source).exists():
-            raise SpecscopeError("no such file", path=source)
+            raise InputMissingError("no such file", path=source)
 
     def step(self) -> Snapshot:
         """Read what is new and return the view's data."""

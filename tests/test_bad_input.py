@@ -173,3 +173,12 @@ def test_reading_commands_refuse_a_directory_without_a_store(cli, tmp_path, args
     assert r.status == ExitStatus.STORE_ERROR, r.out
     assert r.err.count("\n") == 1 and "no specscope store here" in r.err
     assert "no findings" not in r.out
+
+
+def test_report_to_an_unknown_kind_of_file_is_a_usage_error(cli, tmp_path):
+    store = tmp_path / "s"
+    assert cli("ingest", INT4, "--store", store).status == ExitStatus.SUCCESS
+    r = cli("report", "--store", store, "--out", tmp_path / "r.pdf")
+    assert r.status == ExitStatus.USAGE
+    assert r.err.count("\n") == 1 and "r.pdf" in r.err
+    assert not (tmp_path / "r.pdf").exists()

@@ -223,8 +223,8 @@ def test_cli_exit_statuses_and_json(cli, tmp_path):
         == 0
     )
     bad = cli("detect", "--store", store, "--run", "nope")
-    assert bad.status == ExitStatus.ERROR and "no run nope" in bad.err
-    assert cli("detect", "--store", store, "--fail-on", "loud").status == ExitStatus.ERROR
+    assert bad.status == ExitStatus.USAGE and "no run nope" in bad.err
+    assert cli("detect", "--store", store, "--fail-on", "loud").status == ExitStatus.USAGE
 
 
 def test_cli_advise(cli, tmp_path):
@@ -244,7 +244,7 @@ def test_config_overrides_thresholds(cli, tmp_path):
     data = json.loads(cli("detect", "--store", store, "--config", config, "--json").out)
     assert {d["kind"] for d in data} == {"insufficient_data"}
     config.write_text("[nonsense]\nx = 1\n")
-    assert cli("detect", "--store", store, "--config", config).status == ExitStatus.ERROR
+    assert cli("detect", "--store", store, "--config", config).status == ExitStatus.USAGE
 
 
 def test_wilson_and_k_curve():

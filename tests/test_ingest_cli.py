@@ -156,7 +156,7 @@ def test_set_and_label_reach_the_runs(cli, tmp_path):
     assert set(runs["enable_prefix_caching"]) == {False}
     assert set(runs["label"]) == {"polarquant"}
     bad = cli("ingest", INT4, "--store", tmp_path / "t", "--set", "colour=blue")
-    assert bad.status == ExitStatus.ERROR
+    assert bad.status == ExitStatus.USAGE
     assert "unknown field" in bad.err and "\n" not in bad.err.strip()
 
 
