@@ -109,6 +109,69 @@ def write_steady(out: IO[str], size: int, seed: int = 0) -> int:
     return written
 
 
+_RECORD = re.compile(r"SpecDecoding metrics|Engine \d{3}:")
+
+
+def _disturb(rng: random.Random, lines: list[str]) -> list[str]:
+    """One interval the way some records reach a log file: glued onto the line before,
+    wrapped at 120 columns, coloured, or behind a container timestamp."""
+    how = rng.choice(("glue", "wrap", "ansi", "docker"))
+    if how == "glue" and len(lines) >= 2:
+        return [lines[0] + " " + lines[1], *lines[2:]]
+    if how == "wrap":
+        return [part for line in lines for part in (line[:120], line[120:]) if part]
+    if how == "ansi":
+        return [_PID.sub(lambda m: m.group(0), "\x1b[1;36m" + line, count=1) for line in lines]
+    return [f"2026-05-24T11:55:21.{rng.randrange(10**9):09d}Z {line}" for line in lines]
+
+
+def write_server(
+    out: IO[str], size: int, seed: int = 0, runs: int = 8, disturbed: float = 0.01
+) -> int:
+    """A server log the way a long-lived deployment writes one: ``runs`` restarts, each
+    with the startup lines of a synthetic run (every V1 variant over the runs), then its
+    interval records (engine stats, SpecDecoding, an access line) repeated to fill the
+    run's share; ``disturbed`` of the intervals glued, wrapped, coloured or prefixed."""
+    rng = random.Random(seed)
+    written = 0
+    for r in range(runs):
+        text = synth.generate_seed(seed * 100_000 + r, ()).text
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        lines = text.rstrip("\n").split("\n")
+        first = next((i for i, line in enumerate(lines) if _RECORD.search(line)), len(lines))
+        pid_of = _PID.search(lines[first] if first < len(lines) else lines[0])
+        pid = int(pid_of.group(1)) if pid_of else 1
+        startup = [ln for ln in lines[:first] if f"pid={pid}" in ln or "pid=" not in ln]
+        intervals: list[list[str]] = []
+        for line in lines[first:]:
+            if not _RECORD.search(line) or f"pid={pid})" not in line:
+                break  # the next server run of the synthetic log
+            if "Engine" in line.split("]", 1)[-1][:12] or not intervals:
+                intervals.append([])
+            intervals[-1].append(line)
+        if not intervals:
+            continue
+        new_pid = 1000 + r
+        block = "\n".join(startup).replace(f"pid={pid})", f"pid={new_pid})") + "\n"
+        out.write(block)
+        written += len(block)
+        share = size * (r + 1) // runs
+        i = 0
+        while written < share:
+            group = [
+                ln.replace(f"pid={pid})", f"pid={new_pid})") for ln in intervals[i % len(intervals)]
+            ]
+            group.append(_access(rng, str(new_pid)))
+            if rng.random() < disturbed:
+                group = _disturb(rng, group)
+            chunk = "\n".join(group) + "\n"
+            out.write(chunk)
+            written += len(chunk)
+            i += 1
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="100M", help="1G, 300M, ... (uncompressed)")
@@ -116,11 +179,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gz", action="store_true", help="gzip the output")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--steady", action="store_true", help="one long run of plain records instead"
+        "--shape",
+        choices=("server", "pastes", "steady"),
+        default="server",
+        help="server: a few long runs, 1%% of records disturbed (default); pastes: many "
+        "short runs, a quarter of them wrapped the way issues quote logs; steady: one run "
+        "of plain variant-D records",
     )
+    parser.add_argument("--runs", type=int, default=8, help="server restarts (--shape server)")
     args = parser.parse_args(argv)
     size = parse_size(args.size)
-    writer = write_steady if args.steady else write
+    if args.shape == "server":
+
+        def writer(out: IO[str], size: int, seed: int) -> int:
+            return write_server(out, size, seed, runs=args.runs)
+
+    else:
+        writer = write_steady if args.shape == "steady" else write
     if args.gz:
         with gzip.open(args.out, "wt", compresslevel=1) as f:
             written = writer(f, size, args.seed)

@@ -45,6 +45,15 @@ class EventSpec:
 
 
 @dataclass(frozen=True)
+class PlainShape:
+    """A record's message exactly as a release prints it, read in bulk (``specscope.bulk``):
+    a Rust-syntax regex over the whole message, its groups named after columns."""
+
+    pattern: str
+    set: Mapping[str, Any] = field(default_factory=dict)  # constant columns it implies
+
+
+@dataclass(frozen=True)
 class Sample:
     text: str
     source: str
@@ -89,6 +98,7 @@ class Definition:
     keys: Mapping[str, str] = field(default_factory=dict)
     events: tuple[EventSpec, ...] = ()
     samples: tuple[Sample, ...] = ()
+    plain: tuple[PlainShape, ...] = ()  # released shapes the bulk reader takes as they are
 
     def field_for(self, label: str) -> FieldSpec | None:
         return self.fields.get(squash(label))
@@ -158,6 +168,37 @@ def _samples(raw: Sequence[Mapping[str, Any]], where: str) -> tuple[Sample, ...]
                 table=s.get("table"),
             )
         )
+    return tuple(out)
+
+
+_GROUP_NAME = regex.compile(r"\(\?P<(\w+)>")
+
+
+def _plain(
+    raw: Mapping[str, Any], fields: Mapping[str, FieldSpec], where: str
+) -> tuple[PlainShape, ...]:
+    """Plain shapes, checked to be what the bulk reader can take: a one-table record of
+    interval counts, groups that name the definition's own columns."""
+    shapes = raw.get("plain", ())
+    if not shapes:
+        return ()
+    if (
+        raw.get("kind") != "fields"
+        or raw.get("attach_to")
+        or raw.get("counts", "interval") != "interval"
+        or raw.get("fragment")
+        or any(f.table or f.also for f in fields.values())
+    ):
+        raise DefinitionError(f"{where}: plain shapes are for one-table interval records")
+    types = {f.column: f.type for f in fields.values()}
+    out = []
+    for i, shape in enumerate(shapes):
+        pattern = shape.get("pattern", "")
+        names = _GROUP_NAME.findall(pattern)
+        unknown = [n for n in names if n not in types and n not in ("engine",)]
+        if not pattern or unknown:
+            raise DefinitionError(f"{where}: plain shape {i + 1} names unknown columns {unknown}")
+        out.append(PlainShape(pattern, dict(shape.get("set", {}))))
     return tuple(out)
 
 
@@ -246,6 +287,7 @@ def load_definition(path: Path) -> Definition:
         keys=dict(raw.get("keys", {})),
         events=events,
         samples=_samples(raw.get("samples", ()), where),
+        plain=_plain(raw, fields, where),
     )
 
 
@@ -276,6 +318,7 @@ __all__ = [
     "Definition",
     "EventSpec",
     "FieldSpec",
+    "PlainShape",
     "Sample",
     "definitions_dir",
     "load_definition",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,14 +13,14 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.acceptance import weighted_acceptance
+from specscope.bulk import parse_source
 from specscope.definitions import load_definitions
-from specscope.derive import DRAFTER_KINDS, fill_drafts, quantization_from_model_name
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
-from specscope.parse import Grammar, ParseResult, Run, parse_lines
+from specscope.finish import RECORD_TABLES, Finished, finish, store_columns
+from specscope.parse import Grammar, ParseResult
 from specscope.reader import Source, open_source
-from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
+from specscope.schema import CONFIG_COLUMNS, RUNS
 from specscope.store import Store, StoreWriter, default_store_path
-from specscope.timestamps import resolve
 
 SKIP_EXAMPLES = 5
 _INT_CONFIG = {f.name for f in RUNS if f.type in ("int32", "int64")} & set(CONFIG_COLUMNS)
@@ -155,9 +153,11 @@ def ingest(
     overrides: Mapping[str, Any] | None = None,
     label: str | None = None,
     grammar: Grammar | None = None,
+    bulk: bool = True,
 ) -> IngestReport:
     """Read logs into the store. A problem with one input is reported in its
-    ``SourceReport.error`` and does not stop the others; ``raise_for_errors()`` raises it."""
+    ``SourceReport.error`` and does not stop the others; ``raise_for_errors()`` raises it.
+    ``bulk=False`` reads every line with the line parser (slower; the same tables)."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     target = store if isinstance(store, Store) else Store(store or default_store_path())
@@ -171,7 +171,7 @@ def ingest(
         changed = False
         for path in paths:
             try:
-                report, row = _ingest_one(os.fspath(path), writer, known, year, user, grammar)
+                report, row = _ingest_one(os.fspath(path), writer, known, year, user, grammar, bulk)
             except SpecscopeError as exc:
                 reports.append(SourceReport(os.fspath(path), "error", error=exc))
                 continue
@@ -191,6 +191,7 @@ def _ingest_one(
     year: int | None,
     user: dict[str, Any],
     grammar: Grammar,
+    bulk: bool = True,
 ) -> tuple[SourceReport, dict[str, Any] | None]:
     src = open_source(path)
     absolute = path if path == "-" else str(Path(path).resolve())
@@ -214,11 +215,10 @@ def _ingest_one(
         return report, None
     previous = _grown_from(src, absolute, known)
     source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
-    result = parse_lines(src.lines(), grammar)
+    result = parse_source(src, grammar, bulk=bulk)
     report = SourceReport(src.display, "grown" if previous else "new", source_id, result.lines)
     report.notes.extend(src.notes)
-    spec_rows = result.tables.get("spec_decode", [])
-    if not spec_rows and not result.tables.get("bench"):
+    if not _count(result, "spec_decode") and not _count(result, "bench"):
         names = sorted(
             d.name
             for d in grammar.definitions
@@ -237,24 +237,24 @@ def _ingest_one(
             f"(formats known: {', '.join(names)}; `specscope formats --samples` shows them)",
             path=src.display,
         )
-    first_year, basis = _finish_rows(
-        result, src, source_id, year if not previous else previous.get("year") or year
+    done = finish(
+        result,
+        display=src.display,
+        source_id=source_id,
+        mtime=src.mtime,
+        year=year if not previous else previous.get("year") or year,
+        user=user,
     )
-    runs = _run_rows(result, src.display, source_id, user)
+    first_year, basis, runs = done.first_year, done.year_basis, done.runs
     after = previous["lines"] if previous else 0
-    for table in ("spec_decode", "engine_stats", "events", "bench"):
-        rows = [r for r in result.tables.get(table, []) if r["line"] > after]
-        report.added[table] = writer.add(table, source_id, _clean(rows, table))
+    for table in RECORD_TABLES:
+        frame = done.tables[table].filter(pl.col("line") > after)
+        report.added[table] = writer.add_frame(table, source_id, store_columns(frame, table))
     writer.add("runs", source_id, runs)
-    report.found = {
-        "spec_decode": len(spec_rows),
-        "engine_stats": len(result.tables.get("engine_stats", [])),
-        "events": len(result.tables.get("events", [])),
-        "bench": len(result.tables.get("bench", [])),
-        "runs": len(runs),
-    }
+    report.found = {table: len(done.tables[table]) for table in RECORD_TABLES}
+    report.found["runs"] = len(runs)
     report.skipped = _skipped(result)
-    report.runs = _summaries(result, runs)
+    report.runs = _summaries(done)
     if previous:
         report.notes.append(f"grew since the last ingest: read on from line {after + 1}")
     row = {
@@ -292,25 +292,22 @@ def frames(
     user: dict[str, Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """A parse result as the store's tables would hold it, without a store (for `watch`)."""
-    _finish_rows(result, _Named(display, mtime), source_id, year)
-    out = {}
-    for table in ("spec_decode", "engine_stats", "events", "bench"):
-        rows = _clean(result.tables.get(table, []), table)
-        out[table] = _frame(rows, table).with_columns(pl.lit(source_id).alias("source_id"))
-    runs = _run_rows(result, display, source_id, user or {})
-    out["runs"] = _frame(runs, "runs").with_columns(pl.lit(source_id).alias("source_id"))
+    done = finish(
+        result, display=display, source_id=source_id, mtime=mtime, year=year, user=user or {}
+    )
+    out = {
+        table: store_columns(done.tables[table], table).with_columns(
+            pl.lit(source_id).alias("source_id")
+        )
+        for table in RECORD_TABLES
+    }
+    runs = pl.from_arrow(pa.Table.from_pylist(done.runs, schema=RUNS))
+    out["runs"] = runs.with_columns(pl.lit(source_id).alias("source_id"))  # type: ignore[union-attr]
     return out
 
 
-@dataclass
-class _Named:
-    display: str
-    mtime: datetime
-
-
-def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
-    schema = TABLES[table]
-    return pl.from_arrow(pa.Table.from_pylist(rows, schema=schema))  # type: ignore[return-value]
+def _count(result: ParseResult, table: str) -> int:
+    return len(result.tables.get(table, [])) + sum(len(f) for f in result.frames.get(table, []))
 
 
 def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -331,96 +328,6 @@ def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict
     return None
 
 
-def _finish_rows(
-    result: ParseResult, src: Source | _Named, source_id: str, year: int | None
-) -> tuple[int | None, str]:
-    """Run ids, timestamps with years, and k for records that only the config tells."""
-    everything = sorted(
-        (r for rows in result.tables.values() for r in rows), key=lambda r: r["line"]
-    )
-    stamps = [r.get("_ts") for r in everything]
-    datetimes, first_year, basis = resolve(stamps, year=year, mtime=src.mtime)
-    run_k = {run.ordinal: run.config.get("k") for run in result.runs}
-    for r, ts in zip(everything, datetimes, strict=True):
-        r["ts"] = ts
-        r["source"] = src.display
-        r["run_id"] = f"{source_id}-{r['_run']}"
-        if r.get("k") is None and run_k.get(r["_run"]) and "draft_tokens" in r:
-            r["k"] = run_k[r["_run"]]
-            fill_drafts(r)
-    return first_year, basis
-
-
-def _clean(rows: list[dict[str, Any]], table: str) -> list[dict[str, Any]]:
-    names = set(TABLES[table].names)
-    out = []
-    for r in rows:
-        row = {k: v for k, v in r.items() if k in names}
-        if table == "spec_decode":
-            row.setdefault("counts", "interval")
-            row.setdefault("partial", False)
-        out.append(row)
-    return out
-
-
-def _run_rows(
-    result: ParseResult, source: str, source_id: str, user: dict[str, Any]
-) -> list[dict[str, Any]]:
-    rows = []
-    by_run: dict[int, list[dict[str, Any]]] = {}
-    for table_rows in result.tables.values():
-        for r in table_rows:
-            by_run.setdefault(r["_run"], []).append(r)
-    for run in result.runs:
-        records = by_run.get(run.ordinal, [])
-        rows.append(_run_row(run, records, source, source_id, user))
-    return rows
-
-
-def _run_row(
-    run: Run, records: list[dict[str, Any]], source: str, source_id: str, user: dict[str, Any]
-) -> dict[str, Any]:
-    config = {k: v for k, v in run.config.items() if not k.startswith("_")}
-    row: dict[str, Any] = {c: config.get(c) for c in CONFIG_COLUMNS}
-    if row["k"] is None:
-        ks = Counter(r["k"] for r in records if r.get("k") is not None and "draft_tokens" in r)
-        row["k"] = ks.most_common(1)[0][0] if ks else None
-    if row["quantization"] is not None:
-        row["quantization_source"] = "config"
-    elif (guess := quantization_from_model_name(row["model"])) is not None:
-        row["quantization"], row["quantization_source"] = guess, "model_name"
-    for key, value in user.items():
-        row[key] = value
-        if key == "quantization":
-            row["quantization_source"] = "user"
-    row["drafter_kind"] = DRAFTER_KINDS.get(row["spec_method"] or "")
-    stamps = [r["ts"] for r in records if r.get("ts") is not None]
-    row.update(
-        run_id=f"{source_id}-{run.ordinal}",
-        source=source,
-        ordinal=run.ordinal,
-        first_line=run.first_line,
-        last_line=run.last_line,
-        first_ts=min(stamps) if stamps else None,
-        last_ts=max(stamps) if stamps else None,
-        server=config.get("server") or "vllm",
-        pids=json.dumps(
-            {
-                name: [pid, *run.side_pids[name]] if name in run.side_pids else pid
-                for name, pid in run.procs.items()
-            }
-        )
-        if run.procs
-        else None,
-        spec_records=run.counts.get("spec_decode", 0),
-        stats_records=run.counts.get("engine_stats", 0),
-        events=run.counts.get("events", 0),
-        config=json.dumps({**config, "lines": run.config.get("_config_lines", [])}, default=str),
-        overrides=json.dumps(user) if user else None,
-    )
-    return row
-
-
 def _skipped(result: ParseResult) -> list[SkippedLines]:
     groups: dict[str, SkippedLines] = {}
     for s in result.skipped:
@@ -431,16 +338,13 @@ def _skipped(result: ParseResult) -> list[SkippedLines]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
-def _summaries(result: ParseResult, runs: list[dict[str, Any]]) -> list[RunSummary]:
-    spec = result.tables.get("spec_decode", [])
-    names = TABLES["spec_decode"].names
-    frame = pl.DataFrame(
-        [{k: r.get(k) for k in names} for r in spec],
-        schema=pl.from_arrow(TABLES["spec_decode"].empty_table()).schema,  # type: ignore[union-attr]
-    )
-    agg = {r["run_id"]: r for r in weighted_acceptance(frame, ["run_id"]).to_dicts()}
+def _summaries(done: Finished) -> list[RunSummary]:
+    agg = {
+        r["run_id"]: r
+        for r in weighted_acceptance(done.tables["spec_decode"], ["run_id"]).to_dicts()
+    }
     out = []
-    for run in runs:
+    for run in done.runs:
         a = agg.get(run["run_id"], {})
         config = {c: run[c] for c in CONFIG_COLUMNS if run.get(c) is not None}
         out.append(

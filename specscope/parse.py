@@ -96,6 +96,12 @@ class Run:
 Row = dict[str, Any]
 
 
+class BulkRow(dict[str, Any]):
+    """What the line parser keeps of a record read in bulk (its line, its engine): the
+    record before a later one of the same process. What a later line adds to it (a
+    prefix-cache line) is kept in ``LineParser.patches`` for the bulk reader to apply."""
+
+
 @dataclass
 class ParseResult:
     tables: dict[str, list[Row]]
@@ -103,6 +109,8 @@ class ParseResult:
     skipped: list[Skip]
     lines: int
     telemetry_lines: int = 0  # lines that held a record of any table
+    # Records read in bulk (specscope.bulk), as frames with the same columns as the rows.
+    frames: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,6 +483,7 @@ class LineParser:
         self._config_pending: _PendingConfig | None = None
         self._cumulative: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._run: Run | None = None
+        self.patches: list[tuple[str, BulkRow]] = []  # bulk records a later line completed
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -522,6 +531,60 @@ class LineParser:
         run.procs.setdefault(env.proc, env.pid)
         if env.month is not None:
             run.last_seen = env
+
+    # -- lines read in bulk (specscope.bulk) ------------------------------------------------
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing carried over from earlier lines: the next line is read on its own."""
+        return (
+            self._pending is None
+            and self._held is None
+            and self._block is None
+            and self._config_pending is None
+        )
+
+    def close_record(self) -> None:
+        """End a record that may still go on, when the next line is known to start with a
+        log header of its own (so it would end the record the same way)."""
+        if self._held is None and self._block is None and self._config_pending is None:
+            self._finish_pending()
+
+    def steady(self, proc: str, pid: int) -> bool:
+        """Would a line from this process leave the runs as they are (its pid is the run's)?"""
+        run = self._run
+        if run is None or run.from_block or proc not in run.procs:
+            return False
+        return run.procs[proc] == pid or pid in run.side_pids.get(proc, ()) or "Worker" in proc
+
+    def take_bulk(
+        self,
+        *,
+        last_line: int,
+        envelope_line: int | None,
+        last_seen: Envelope | None,
+        counts: Mapping[str, int],
+        last_records: Mapping[tuple[str | None, int | None], tuple[str, Row]],
+        server: str | None,
+    ) -> int:
+        """Account for lines read in bulk while the parser was quiet and every process in
+        them was steady: what feeding them one by one would have done to the run. Returns
+        the run's ordinal, which their records take."""
+        run = self._run
+        assert run is not None and self.quiet
+        if envelope_line is not None:
+            run.last_line = max(run.last_line, envelope_line)
+        if last_seen is not None:
+            run.last_seen = last_seen
+        for table, n in counts.items():
+            if n:
+                run.counts[table] = run.counts.get(table, 0) + n
+                self.telemetry_lines += n
+                if server:
+                    run.config.setdefault("server", server)
+        run.last_record.update(last_records)
+        self.lines = max(self.lines, last_line)
+        return run.ordinal
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -779,6 +842,8 @@ class LineParser:
                 return f"{defn.title} with no {defn.attach_to} record before it"
             for column, value in rows[tables[0]].items():
                 target[1].setdefault(column, value)
+            if isinstance(target[1], BulkRow) and all(p is not target[1] for _, p in self.patches):
+                self.patches.append((target[0], target[1]))
             return None
         if defn.starts_run:
             run.starts_seen.add(defn.name)
@@ -998,6 +1063,7 @@ def parse_text(text: str, grammar: Grammar | None = None) -> ParseResult:
 
 
 __all__ = [
+    "BulkRow",
     "Envelope",
     "Grammar",
     "LineParser",

@@ -104,6 +104,29 @@ class Source:
         if pending:
             yield number + 1, pending
 
+    def encoding(self) -> str:
+        """The text encoding, from the first bytes (a BOM, NULs beside ASCII)."""
+        first = next(self._chunks(), b"")
+        return _encoding(first[:_SNIFF], self.display)
+
+    def blocks(self, size: int) -> Iterator[bytes]:
+        """The content in blocks of about ``size`` bytes that end where a line ends (the
+        last may not): for reading in bulk."""
+        parts: list[bytes] = []
+        held = 0
+        for chunk in self._chunks():
+            parts.append(chunk)
+            held += len(chunk)
+            if held < size:
+                continue
+            data = b"".join(parts)
+            cut = data.rfind(b"\n") + 1
+            parts, held = ([data[cut:]], len(data) - cut) if cut else ([data], len(data))
+            if cut:
+                yield data[:cut]
+        if held:
+            yield b"".join(parts)
+
     def _chunks(self) -> Iterator[bytes]:
         """The content in blocks, gunzipped when it is gzip (several members too)."""
         with self._open_raw() as raw:

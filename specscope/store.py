@@ -262,6 +262,16 @@ class StoreWriter:
         self.sources.append(source_id)
         return len(rows)
 
+    def add_frame(self, name: str, source_id: str, frame: pl.DataFrame) -> int:
+        """Append a frame of a partitioned table (its columns in the table's order)."""
+        if frame.is_empty():
+            return 0
+        table = frame.to_arrow().cast(TABLES[name])
+        dest = self.store.path / name / f"source_id={source_id}" / f"part-{self.ingest_id}.parquet"
+        self._write(table, dest)
+        self.sources.append(source_id)
+        return len(frame)
+
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
         table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
         self._write(table, self.store.path / "sources" / f"sources-{self.ingest_id}.parquet")

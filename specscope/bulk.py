@@ -1,0 +1,554 @@
+"""Reading big logs in bulk: the lines that vLLM releases print, exactly as they print
+them, are parsed by polars over whole blocks (Rust regex, no Python per line); every
+other line goes through the line parser, which keeps the state that spans lines (runs,
+processes, records wrapped over lines) for both.
+
+A line is read in bulk only where the line parser would read it the same way on its
+own: it starts with a plain log header (``(Proc pid=N) INFO MM-DD HH:MM:SS [f.py:N] ``),
+holds a record in one of its definition's ``plain`` shapes or nothing the grammar looks
+for, and comes while the parser holds nothing over and its process is the run's. The
+rest (the first line of a process, wrapped, glued, coloured or prefixed lines, config,
+events) is fed line by line. ``tests/test_bulk.py`` checks that both ways give the same
+tables, on every fixture and on generated logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from specscope.definitions import Definition, PlainShape
+from specscope.parse import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
+from specscope.reader import Source
+
+BLOCK_BYTES = 16 << 20  # big enough that polars' per-call costs vanish, small enough to stream
+
+_LEVELS = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL"
+# The vLLM logger's header as it prints it; anything looser is left to the line parser.
+_HEAD = r"^\((?P<_proc>[A-Za-z][A-Za-z0-9_]{0,60}) pid=(?P<_pid>[0-9]{1,9})\) "
+_DATED = (
+    _HEAD + rf"(?P<_level>{_LEVELS}) (?P<_month>0[1-9]|1[0-2])-(?P<_day>0[1-9]|[12][0-9]|3[01]) "
+    r"(?P<_time>(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]) \[[A-Za-z0-9_./-]{1,200}:[0-9]{1,6}\] "
+    r"(?P<_body>\S.*)$"
+)
+_UNDATED = _HEAD + r"(?P<_body>\S.*)$"
+# What the line parser would clean away or read as more than one line's worth: colour,
+# markdown, full-width punctuation, trailing space, a carriage return.
+_WRAPPED = "[\x1b\r`*<\uff1a\uff0c]|\\s$"
+# A second header inside the message (records glued on one line).
+_INNER_HEAD = rf"\(|\)|\[|\]|pid=|(?:{_LEVELS})\s+\d\d-\d\d"
+
+SLOW, QUIET, ENVELOPE, RECORD = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class _Shape:
+    definition: Definition
+    shape: PlainShape
+    prefix: str  # the literal start of the message, to skip the regex on other lines
+    pattern: str
+
+
+def _literal_prefix(pattern: str) -> str:
+    out = []
+    for ch in pattern:
+        if ch in "\\()[]{}.*+?|^$":
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+class BulkGrammar:
+    """The grammar's plain shapes, and the literals that make a line worth a closer look."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        self.shapes = [
+            _Shape(d, s, _literal_prefix(s.pattern), "^(?P<__m>)" + s.pattern + "$")
+            for d in grammar.definitions
+            for s in d.plain
+        ]
+        self.literals = list(grammar.literals)
+        prefixes = sorted(grammar._prefixes, key=len, reverse=True)
+        self.ends_in_literal = (
+            "(?:" + "|".join(_escape(p) for p in prefixes) + ")$" if prefixes else None
+        )
+        # Bulk reading needs every definition to be found by a literal (none always looked for).
+        self.usable = (
+            bool(self.shapes) and not grammar.always and all(e.literals for e in grammar.events)
+        )
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in "\\.^$|?*+()[]{}-&~#" or c.isspace() else c for c in text)
+
+
+def parse_source(
+    source: Source, grammar: Grammar, *, bulk: bool = True, block_bytes: int = BLOCK_BYTES
+) -> ParseResult:
+    """Parse a whole source: in bulk where the lines allow it (``bulk=True``), else (or for
+    a source that is not UTF-8, or a pretty-printed JSON document) line by line."""
+    plan = BulkGrammar(grammar)
+    if not bulk or not plan.usable or source.encoding() != "utf-8":
+        return parse_lines(source.lines(), grammar)
+    blocks = source.blocks(block_bytes)
+    first = next(blocks, b"")
+    if first[: first.find(b"\n") if b"\n" in first else None].strip() == b"{":
+        return parse_lines(source.lines(), grammar)
+    parser = LineParser(grammar)
+    reader = _BulkReader(parser, plan)
+    base = 0
+    for block in _chain(first, blocks):
+        base = reader.feed_block(block, base)
+    return reader.finish()
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from rest
+
+
+def _lines_of(block: bytes) -> pl.Series:
+    """The lines of a block as a string column. Only ``\\n`` ends a line, and bytes that
+    are not UTF-8 read as U+FFFD, as in ``Source.lines``."""
+    buf = np.frombuffer(block, np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    last_open = not block.endswith(b"\n")
+    n = len(ends) + (1 if last_open else 0)
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0] = 0
+    offsets[1 : len(ends) + 1] = ends + 1
+    if last_open:
+        offsets[-1] = len(block)
+    array = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(block)]
+    )
+    try:
+        text = pl.Series("text", array).cast(pl.String)
+    except pl.exceptions.ComputeError:  # not UTF-8 somewhere: rare, so decode it all
+        return _lines_of(block.decode("utf-8", errors="replace").encode("utf-8"))
+    return text.str.strip_suffix("\n")
+
+
+class _BulkReader:
+    def __init__(self, parser: LineParser, plan: BulkGrammar) -> None:
+        self.parser = parser
+        self.plan = plan
+        self.frames: dict[str, list[pl.DataFrame]] = {}
+
+    # -- one block -------------------------------------------------------------------------
+
+    def feed_block(self, block: bytes, base: int) -> int:
+        text = _lines_of(block)
+        n = len(text)
+        if n == 0:
+            return base
+        frame = self._classify(text)
+        kind = frame["_kind"].to_numpy()
+        records = self._records(frame)
+        # Record lines that may go on (no terminal field): a line with no header after
+        # one would be offered to it, so that line is read by the parser.
+        open_record = frame["_open"].to_numpy()
+        after_open = np.zeros(n, bool)
+        after_open[1:] = open_record[:-1] & (kind[1:] == QUIET)
+        kind = np.where(after_open, SLOW, kind)
+        self._walk(block, text, frame, kind, open_record, records, base)
+        return base + n
+
+    def _classify(self, text: pl.Series) -> pl.DataFrame:
+        plan = self.plan
+        t = pl.col("text")
+        candidate = t.str.starts_with("(") & t.str.contains("pid=", literal=True)
+        candidate = candidate & ~t.str.contains(_WRAPPED)
+        cand_text = pl.when(candidate).then(t)
+        df = pl.DataFrame([text]).with_columns(
+            cand_text.str.extract_groups(_DATED).alias("_dated"),
+            (
+                ~t.str.contains_any([*plan.literals, "pid="])
+                & ~t.str.starts_with("{")
+                & ~t.str.contains("\r", literal=True)
+            ).alias("_no_literal"),
+            (t.str.contains(plan.ends_in_literal) if plan.ends_in_literal else pl.lit(False)).alias(
+                "_ends_in_literal"
+            ),
+            candidate.alias("_candidate"),
+        )
+        df = df.unnest("_dated")
+        undated = pl.when(pl.col("_candidate") & pl.col("_body").is_null()).then(t)
+        df = df.with_columns(undated.str.extract_groups(_UNDATED).alias("_undated"))
+        df = df.with_columns(
+            pl.coalesce("_proc", pl.col("_undated").struct.field("_proc")).alias("_proc"),
+            pl.coalesce("_pid", pl.col("_undated").struct.field("_pid"))
+            .cast(pl.Int64)
+            .alias("_pid"),
+            pl.coalesce("_body", pl.col("_undated").struct.field("_body")).alias("_body"),
+        ).drop("_undated")
+        body = pl.col("_body")
+        # After the process name: what the line parser searches for literals and anchors.
+        quiet_body = (
+            ~body.str.contains_any([*plan.literals, "pid="])
+            & ~body.str.contains(_INNER_HEAD)
+            & ~body.str.contains(r"[0-9]$")
+        )
+        shape_cols = []
+        for i, shape in enumerate(plan.shapes):
+            hit = pl.when(body.str.starts_with(shape.prefix)).then(body)
+            shape_cols.append(hit.str.extract_groups(shape.pattern).alias(f"_shape{i}"))
+        df = df.with_columns(shape_cols)
+        matched = [
+            pl.col(f"_shape{i}").struct.field("__m").is_not_null() for i in range(len(plan.shapes))
+        ]
+        shape_index = pl.lit(None, pl.Int32)
+        for i in reversed(range(len(plan.shapes))):
+            shape_index = pl.when(matched[i]).then(pl.lit(i, pl.Int32)).otherwise(shape_index)
+        ok_line = ~pl.col("_ends_in_literal")
+        df = df.with_columns(shape_index.alias("_shape"))
+        kind = (
+            pl.when(body.is_not_null() & ok_line & pl.col("_shape").is_not_null())
+            .then(pl.lit(RECORD, pl.Int8))
+            .when(body.is_not_null() & ok_line & quiet_body)
+            .then(pl.lit(ENVELOPE, pl.Int8))
+            .when(pl.col("text").is_not_null() & pl.col("_no_literal") & ok_line)
+            .then(pl.lit(QUIET, pl.Int8))
+            .otherwise(pl.lit(SLOW, pl.Int8))
+        )
+        closed = pl.lit(False)
+        for i, shape in enumerate(plan.shapes):
+            terminal = shape.definition.terminal
+            if terminal is not None and "Avg Draft acceptance rate" in shape.pattern:
+                closed = closed | (pl.col("_shape") == i)
+        return df.with_columns(
+            kind.alias("_kind"),
+            (pl.col("_shape").is_not_null() & ~closed).alias("_open"),
+        )
+
+    def _records(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Every plain record of the block as a row of its table's columns (line numbers
+        relative to the block), whether or not the walk ends up reading it in bulk."""
+        out = []
+        idx = frame.with_row_index("_i").filter(pl.col("_kind") == RECORD)
+        for i, shape in enumerate(self.plan.shapes):
+            rows = idx.filter(pl.col("_shape") == i)
+            if rows.is_empty():
+                continue
+            d = shape.definition
+            fields = (
+                rows.select("_i", "_proc", "_pid", "_month", "_day", "_time", pl.col(f"_shape{i}"))
+                .unnest(f"_shape{i}")
+                .drop("__m")
+            )
+            types = {f.column: f.type for f in d.fields.values()}
+            conv = []
+            for name in fields.columns:
+                if name.startswith("_"):
+                    continue
+                conv.append(_convert(name, types.get(name, "int")))
+            fields = fields.with_columns(conv)
+            fields = fields.with_columns(
+                pl.lit(d.name).alias("format"),
+                pl.lit(d.table or d.name).alias("_table"),
+                *(pl.lit(v).alias(k) for k, v in shape.shape.set.items()),
+            )
+            for derivation in d.derive.values():
+                fields = BULK_DERIVATIONS[derivation](fields)
+            out.append(fields)
+        if not out:
+            return pl.DataFrame()
+        return pl.concat(out, how="diagonal_relaxed").sort("_i")
+
+    # -- the walk: bulk stretches and lines fed one by one ---------------------------------
+
+    def _walk(
+        self,
+        block: bytes,
+        text: pl.Series,
+        frame: pl.DataFrame,
+        kind: np.ndarray,
+        open_record: np.ndarray,
+        records: pl.DataFrame,
+        base: int,
+    ) -> None:
+        walk = _Walk(self, block, text, frame, kind, open_record, records, base)
+        slow = np.flatnonzero(kind == SLOW)
+        slow_texts = text.gather(slow).to_list() if len(slow) else []
+        start = 0
+        for j, line_text in zip(slow.tolist(), slow_texts, strict=True):
+            if start < j:
+                walk.stretch(start, j)
+            walk.feed(j, line_text)
+            start = j + 1
+        if start < len(kind):
+            walk.stretch(start, len(kind))
+        if len(records):
+            self._keep(records, walk)
+
+    def _keep(self, records: pl.DataFrame, walk: _Walk) -> None:
+        base = walk.base
+        i = records["_i"].to_numpy()
+        taken = records.with_columns(
+            pl.Series("_run", walk.run_of[i]), pl.Series("_stretch", walk.stretch_of[i])
+        ).filter(pl.col("_run") > 0)
+        if taken.is_empty():
+            return
+        if "engine" not in taken.columns:
+            taken = taken.with_columns(pl.lit(None, pl.Int32).alias("engine"))
+        # The record before each one of the same process in the same stretch; the first of
+        # a stretch looks at what the parser had (the seed).
+        key = ["_stretch", "_proc", "_pid"]
+        taken = taken.with_columns(
+            pl.col("_table").shift(1).over(key).alias("_prev_table"),
+            pl.col("engine").shift(1).over(key).alias("_prev_engine"),
+            (pl.col("_i").shift(1).over(key) + base + 1).alias("_prev_line"),
+        )
+        seed = pl.DataFrame(
+            walk.seeds,
+            schema={
+                "_stretch": pl.Int64,
+                "_proc": pl.String,
+                "_pid": pl.Int64,
+                "_seed_table": pl.String,
+                "_seed_engine": pl.Int32,
+                "_seed_line": pl.Int64,
+            },
+            orient="row",
+        )
+        taken = taken.join(seed, on=key, how="left", maintain_order="left")
+        first = pl.col("_prev_line").is_null()
+        taken = taken.with_columns(
+            pl.when(first)
+            .then(pl.col(f"_seed_{c}"))
+            .otherwise(pl.col(f"_prev_{c}"))
+            .alias(f"_prev_{c}")
+            for c in ("table", "engine", "line")
+        )
+        after_stats = pl.col("_prev_table") == "engine_stats"
+        taken = taken.with_columns(
+            (pl.col("_i") + base + 1).alias("line"),
+            (pl.col("_i") + base + 1).alias("end_line"),
+            pl.when(pl.col("_table") == "spec_decode")
+            .then(pl.when(after_stats).then(pl.col("_prev_engine")))
+            .otherwise(pl.col("engine"))
+            .alias("engine"),
+            pl.when((pl.col("_table") == "spec_decode") & after_stats)
+            .then(pl.col("_prev_line"))
+            .alias("stats_line"),
+        )
+        for (table,), rows in taken.partition_by("_table", as_dict=True).items():
+            rows = rows.select(
+                c
+                for c in rows.columns
+                if not c.startswith(("_prev", "_seed", "_i", "_stretch", "_table", "_proc"))
+                and c != "_pid"
+                and (table == "spec_decode" or c != "stats_line")
+            )
+            rows = rows.select(c for c in rows.columns if not rows[c].is_null().all() or c in _KEEP)
+            self.frames.setdefault(str(table), []).append(rows)
+
+    def finish(self) -> ParseResult:
+        result = self.parser.finish()
+        frames = {t: pl.concat(fs, how="diagonal_relaxed") for t, fs in self.frames.items()}
+        for table, row in self.parser.patches:
+            patch = {k: v for k, v in row.items() if k not in ("line", "engine")}
+            if not patch or table not in frames:
+                continue
+            f = frames[table]
+            at = pl.col("line") == row["line"]
+            frames[table] = f.with_columns(
+                (
+                    pl.when(at & pl.col(k).is_null()).then(pl.lit(v)).otherwise(pl.col(k))
+                    if k in f.columns
+                    else pl.when(at).then(pl.lit(v))
+                ).alias(k)
+                for k, v in patch.items()
+            )
+        result.frames = {t: [f] for t, f in frames.items()}
+        return result
+
+
+_KEEP = ("line", "end_line", "format", "_run", "_month", "_day", "_time")
+
+
+class _Walk:
+    """One block's walk: stretches of plain lines read in bulk, the other lines fed."""
+
+    def __init__(
+        self,
+        reader: _BulkReader,
+        block: bytes,
+        text: pl.Series,
+        frame: pl.DataFrame,
+        kind: np.ndarray,
+        open_record: np.ndarray,
+        records: pl.DataFrame,
+        base: int,
+    ) -> None:
+        self.parser = reader.parser
+        self.block, self.text, self.kind, self.base = block, text, kind, base
+        self.open_record = open_record
+        self.has_env = kind >= ENVELOPE
+        self.procs = frame["_proc"].to_list()
+        self.pids = frame["_pid"].to_list()
+        self.levels = frame["_level"].to_list()
+        self.months = frame["_month"].to_list()
+        self.days = frame["_day"].to_list()
+        self.times = frame["_time"].to_list()
+        n = len(kind)
+        self.run_of = np.zeros(n, np.int64)  # the run a bulk record went to (0: fed)
+        self.stretch_of = np.full(n, -1, np.int64)
+        self.seeds: list[tuple[int, str, int, str, Any, Any]] = []
+        self.stretches = 0
+        positions = records["_i"].to_list() if len(records) else []
+        self.rec_pos = {i: j for j, i in enumerate(positions)}
+        self.rec_table = records["_table"].to_list() if len(records) else []
+        self.rec_engine = (
+            records["engine"].to_list()
+            if len(records) and "engine" in records.columns
+            else [None] * len(positions)
+        )
+        servers = {s.definition.name: s.definition.engine for s in reader.plan.shapes}
+        self.rec_server = (
+            [servers.get(f) for f in records["format"].to_list()] if len(records) else []
+        )
+
+    def feed(self, i: int, line_text: str) -> None:
+        self.parser.feed(self.base + i + 1, line_text)
+
+    def _feed_one(self, i: int, b: int) -> None:
+        self.feed(i, self.text[i])
+        if i + 1 < b and self.has_env[i + 1]:
+            self.parser.close_record()
+
+    def stretch(self, a: int, b: int) -> None:
+        """Lines ``a`` to ``b`` (exclusive), none of which the parser must see by itself."""
+        parser = self.parser
+        tail = bool(self.open_record[b - 1])
+        if tail:
+            b -= 1  # a record that may go on: fed, so that the next line can end it
+        while a < b:
+            while a < b and not parser.quiet:
+                self._feed_one(a, b)
+                a += 1
+            if a >= b:
+                break
+            # The first line of a process that is not the run's own is fed: it may start a run.
+            j = b
+            seen: set[tuple[str, int]] = set()
+            for i in (np.flatnonzero(self.has_env[a:b]) + a).tolist():
+                key = (self.procs[i], self.pids[i])
+                if key in seen:
+                    continue
+                seen.add(key)
+                if not parser.steady(*key):
+                    j = i
+                    break
+            if j > a:
+                self._bulk(a, j)
+            if j < b:
+                self._feed_one(j, b)
+            a = j + 1
+        if tail:
+            self._feed_one(b, b + 1)
+
+    def _bulk(self, a: int, b: int) -> None:
+        parser = self.parser
+        env_idx = np.flatnonzero(self.has_env[a:b]) + a
+        if not len(env_idx):  # lines the parser would pass over (nothing it looks for)
+            parser.lines = max(parser.lines, self.base + b)
+            return
+        run = parser._run
+        assert run is not None
+        rec_idx = np.flatnonzero(self.kind[a:b] == RECORD) + a
+        sid = self.stretches
+        self.stretches += 1
+        counts: dict[str, int] = {}
+        last: dict[tuple[Any, Any], tuple[str, Any]] = {}
+        server = None
+        for i in rec_idx.tolist():
+            p = self.rec_pos[i]
+            table = self.rec_table[p]
+            counts[table] = counts.get(table, 0) + 1
+            key = (self.procs[i], self.pids[i])
+            if key not in last:
+                before = run.last_record.get(key)
+                if before is not None:
+                    self.seeds.append(
+                        (sid, key[0], key[1], before[0], before[1].get("engine"), before[1]["line"])
+                    )
+            last[key] = (table, BulkRow(line=self.base + i + 1, engine=self.rec_engine[p]))
+            server = server or self.rec_server[p]
+        last_seen = None
+        for i in env_idx[::-1].tolist():
+            if self.months[i] is not None:
+                last_seen = Envelope(
+                    proc=self.procs[i],
+                    pid=self.pids[i],
+                    level=self.levels[i],
+                    month=int(self.months[i]),
+                    day=int(self.days[i]),
+                    time=self.times[i],
+                )
+                break
+        ordinal = parser.take_bulk(
+            last_line=self.base + b,
+            envelope_line=self.base + int(env_idx[-1]) + 1 if len(env_idx) else None,
+            last_seen=last_seen,
+            counts=counts,
+            last_records=last,
+            server=server,
+        )
+        self.run_of[rec_idx] = ordinal
+        self.stretch_of[rec_idx] = sid
+
+
+def _convert(name: str, kind: str) -> pl.Expr:
+    c = pl.col(name)
+    if name == "engine":
+        return c.cast(pl.Int32)
+    if kind == "int":
+        return c.cast(pl.Int64)
+    if kind == "float":
+        return c.cast(pl.Float64)
+    if kind == "percent":
+        # As the line parser rounds: the printed digits over a power of ten.
+        digits = c.str.replace(".", "", literal=True).cast(pl.Int64)
+        scale = (c.str.len_bytes() - c.str.find(".", literal=True) - 1 + 2).cast(pl.Int64)
+        return (digits / pl.lit(10.0).pow(scale)).alias(name)
+    if kind == "float_list":
+        return c.str.split(", ").cast(pl.List(pl.Float64))
+    raise ValueError(f"plain shapes cannot carry a {kind} field ({name})")
+
+
+def _spec_counts(rows: pl.DataFrame) -> pl.DataFrame:
+    """The bulk form of ``derive.vllm_v1_spec_decode``: k from the list, drafts = draft
+    tokens / k, per-position counts = printed rate times drafts (rounded half to even,
+    as Python's round)."""
+    if "per_position_rate" not in rows.columns:
+        return rows
+    rows = rows.with_columns(pl.col("per_position_rate").list.len().cast(pl.Int32).alias("k"))
+    rows = rows.with_columns(
+        (pl.col("draft_tokens") / pl.col("k")).round(0).cast(pl.Int64).alias("drafts")
+    )
+    rates = rows["per_position_rate"]
+    lengths = rates.list.len().fill_null(0).to_numpy()
+    values = rates.explode().to_numpy()
+    drafts = np.repeat(rows["drafts"].fill_null(0).to_numpy(), lengths)
+    counts = np.rint(values * drafts).astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    arr = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(counts))
+    per_pos = pl.Series("accepted_per_pos", arr).cast(pl.List(pl.Int64))
+    return rows.with_columns(
+        pl.when(pl.col("per_position_rate").is_not_null()).then(per_pos).alias("accepted_per_pos")
+    )
+
+
+BULK_DERIVATIONS = {
+    "vllm_v1_spec_decode": _spec_counts,
+    "vllm_engine_stats": lambda rows: rows,
+}

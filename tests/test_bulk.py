@@ -1,0 +1,162 @@
+"""The bulk reader against the line parser: the same tables, runs and skipped lines on
+every fixture, on generated logs and on blocks cut anywhere (issue 7: one code path for
+correctness, the fast one checked against it)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from specscope.bulk import parse_source
+from specscope.definitions import load_definitions
+from specscope.finish import finish
+from specscope.parse import Grammar
+from specscope.reader import open_source
+from tests.helpers import FIXTURES, ROOT
+
+sys.path.insert(0, str(FIXTURES))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import synth
+from generate import write_server
+
+GRAMMAR = Grammar(load_definitions())
+FILES = sorted(
+    p for d in ("seeds", "world") for p in (FIXTURES / d).iterdir() if p.suffix != ".toml"
+)
+
+
+def _read(path: Path, bulk: bool, block_bytes: int = 1 << 24) -> dict[str, Any]:
+    src = open_source(str(path))
+    result = parse_source(src, GRAMMAR, bulk=bulk, block_bytes=block_bytes)
+    done = finish(
+        result,
+        display="log",
+        source_id="s0",
+        mtime=datetime(2026, 11, 21),
+        year=None,
+        user={},
+    )
+    return {
+        "tables": done.tables,
+        "runs": done.runs,
+        "year": (done.first_year, done.year_basis),
+        "skipped": [(s.line, s.reason) for s in result.skipped],
+        "lines": (result.lines, result.telemetry_lines),
+        "bulk_rows": sum(len(f) for fs in result.frames.values() for f in fs),
+    }
+
+
+def _same(path: Path, block_bytes: int = 1 << 24) -> dict[str, Any]:
+    fast, slow = _read(path, True, block_bytes), _read(path, False)
+    assert slow["bulk_rows"] == 0
+    for table, frame in slow["tables"].items():
+        got = fast["tables"][table]
+        assert got.columns == frame.columns, table
+        if not got.equals(frame):
+            diff = got.with_row_index().join(frame.with_row_index(), on="index", how="full")
+            bad = [c for c in frame.columns if not got[c].equals(frame[c])]
+            raise AssertionError(
+                f"{path.name}: {table} differs in {bad}; bulk {len(got)} rows, line parser "
+                f"{len(frame)}\n{diff.head(0)}\n"
+                + "\n".join(
+                    f"  line {a}: {x!r} vs {y!r}"
+                    for c in bad[:2]
+                    for a, x, y in list(
+                        zip(got["line"], got[c].to_list(), frame[c].to_list(), strict=False)
+                    )
+                    if x != y
+                )[:2000]
+            )
+    for key in ("runs", "year", "skipped", "lines"):
+        assert fast[key] == slow[key], f"{path.name}: {key}"
+    return fast
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_fixtures_read_the_same_in_bulk(path: Path) -> None:
+    _same(path)
+
+
+@pytest.mark.parametrize("path", FILES[::4], ids=lambda p: p.name)
+def test_fixtures_read_the_same_in_small_blocks(path: Path) -> None:
+    """Blocks of 1 KiB cut records wrapped over lines, runs and stretches anywhere."""
+    _same(path, block_bytes=1024)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_synthetic_logs_read_the_same_in_bulk(seed: int, tmp_path: Path) -> None:
+    rng = random.Random(seed)
+    log = synth.generate_seed(seed, synth.random_wrappings(rng) if seed % 2 else ())
+    path = log.write(tmp_path / ("log.gz" if "gzip" in log.wrappings else "log.txt"))
+    _same(path, block_bytes=rng.choice([700, 4096, 1 << 24]))
+
+
+@pytest.mark.parametrize("fmt", [f for f in synth.FORMATS if f != "vllm_v1"])
+def test_other_formats_read_the_same_in_bulk(fmt: str, tmp_path: Path) -> None:
+    for seed in range(5):
+        log = synth.generate_format_seed(fmt, seed)
+        _same(log.write(tmp_path / f"{fmt}{seed}.txt"), block_bytes=2048)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_server_logs_read_in_bulk(seed: int, tmp_path: Path) -> None:
+    """The benchmark's server log (runs, disturbed records): the same tables, and most
+    records read in bulk, so the fast path is not silently off."""
+    path = tmp_path / "server.log"
+    with open(path, "w") as out:
+        write_server(out, 200_000, seed, runs=3, disturbed=0.05)
+    fast = _same(path, block_bytes=16_384)
+    records = len(fast["tables"]["spec_decode"]) + len(fast["tables"]["engine_stats"])
+    assert fast["bulk_rows"] > 0.8 * records
+
+
+def test_a_later_line_completes_a_record_read_in_bulk(tmp_path: Path) -> None:
+    """A V0 prefix-cache line after a V1 stats line read in bulk attaches to it."""
+    head = "(APIServer pid=7) INFO 01-02 03:04:{:02d} [loggers.py:1] "
+    lines = [
+        head.format(i)
+        + "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: "
+        "2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%"
+        for i in range(3)
+    ]
+    # An access line between: the stats line before it is read in bulk, not held open.
+    lines.append('(APIServer pid=7) INFO:     127.0.0.1:5 - "GET /metrics HTTP/1.1" 200 OK')
+    lines.append(head.format(4) + "Prefix cache hit rate: GPU: 94.35%, CPU: 0.00%")
+    path = tmp_path / "attach.log"
+    path.write_text("\n".join(lines) + "\n")
+    fast = _same(path)
+    assert fast["bulk_rows"] == 2  # the first line of a process is fed: it starts the run
+    stats = fast["tables"]["engine_stats"]
+    assert stats["cpu_prefix_cache_hit_rate"].to_list() == [None, None, 0.0]
+    assert stats["prefix_cache_hit_rate"].to_list() == [None, None, pytest.approx(0.9435)]
+
+
+def test_lines_that_are_not_utf8_are_read_as_the_line_parser_reads_them(
+    tmp_path: Path,
+) -> None:
+    line = (
+        "(APIServer pid=7) INFO 01-02 03:04:05 [metrics.py:1] SpecDecoding metrics: "
+        "Draft acceptance rate: 50.0%, Accepted: 4 tokens, Drafted: 8 tokens"
+    )
+    path = tmp_path / "mixed.log"
+    path.write_bytes(
+        (line + "\n").encode()
+        + b"\xff\xfe junk \xc3\n"
+        + (line.replace(":05", ":15") + "\n").encode()
+    )
+    fast = _same(path)
+    assert len(fast["tables"]["spec_decode"]) == 2
+
+
+def test_frames_hold_store_types() -> None:
+    fast = _read(FIXTURES / "seeds" / "003_83783f5568908b19.txt", True)
+    spec = fast["tables"]["spec_decode"]
+    assert spec.schema["accepted_per_pos"] == pl.List(pl.Int64)
+    assert spec.schema["engine"] == pl.Int32
