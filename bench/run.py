@@ -1,9 +1,9 @@
 """Ingest, detect and report timings against `grep -cF` and a naive Python loop.
 
-    python bench/run.py --size 100M            # generates the log, then measures
+    python bench/run.py --size 1G              # generates a server log, then measures
+    python bench/run.py --size 100M --shape pastes   # many short runs, a quarter wrapped
     python bench/run.py --log server.log       # measures a log you have
-    python bench/run.py --size 100M --rows 10M # detect/report on a store of 10 M rows
-    python bench/run.py --size 10M --steady --rows 1M  # long runs: 1 M rows in ~70 runs
+    python bench/run.py --size 10M --shape steady --rows 1M  # detect/report on 1 M rows
 
 Prints one table (markdown) of wall time, ratio to grep and peak RSS per step, each
 command run in its own process so that RSS is that command's alone. The page cache is
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generate import parse_size, write, write_steady
+from generate import parse_size, write, write_server, write_steady
 
 NAIVE = r"""
 import re, sys
@@ -86,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="100M", help="size of the generated log")
     parser.add_argument("--rows", default="0", help="grow the store to this many rows, e.g. 10M")
     parser.add_argument("--repeat", type=int, default=1, help="best of N for each step")
-    parser.add_argument("--steady", action="store_true", help="generate one long plain run")
+    parser.add_argument(
+        "--shape",
+        choices=("server", "pastes", "steady"),
+        default="server",
+        help="the generated log (see generate.py --help)",
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="specscope-bench-"))
     try:
@@ -94,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         if log is None:
             log = work / "server.log"
             with open(log, "w") as f:
-                (write_steady if args.steady else write)(f, parse_size(args.size))
+                writer = {"server": write_server, "pastes": write, "steady": write_steady}
+                writer[args.shape](f, parse_size(args.size))
         size_mb = log.stat().st_size / 1e6
         specscope = [sys.executable, "-m", "specscope"]
         store = work / "store"

@@ -91,7 +91,7 @@ def weighted_acceptance(
     )
     return totals.join(
         per_pos, on=keys, how="left", nulls_equal=True, maintain_order="left"
-    ).collect()
+    ).collect(engine="streaming")
 
 
 __all__ = ["weighted_acceptance"]

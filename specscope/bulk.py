@@ -23,10 +23,11 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.definitions import Definition, PlainShape
+from specscope.finish import Stage, detach
 from specscope.parse import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
 from specscope.reader import Source
 
-BLOCK_BYTES = 16 << 20  # big enough that polars' per-call costs vanish, small enough to stream
+BLOCK_BYTES = 4 << 20  # polars pays per call above, memory grows with it below
 
 _LEVELS = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL"
 # The vLLM logger's header as it prints it; anything looser is left to the line parser.
@@ -89,23 +90,30 @@ def _escape(text: str) -> str:
 
 
 def parse_source(
-    source: Source, grammar: Grammar, *, bulk: bool = True, block_bytes: int = BLOCK_BYTES
+    source: Source,
+    grammar: Grammar,
+    stage: Stage,
+    *,
+    bulk: bool = True,
+    block_bytes: int = BLOCK_BYTES,
 ) -> ParseResult:
-    """Parse a whole source: in bulk where the lines allow it (``bulk=True``), else (or for
-    a source that is not UTF-8, or a pretty-printed JSON document) line by line."""
+    """Parse a whole source into ``stage``: in bulk where the lines allow it (``bulk=True``),
+    else (or for a source that is not UTF-8, or a pretty-printed JSON document) line by
+    line. The result holds the runs, the skipped lines and the counts; the rows are in
+    the stage."""
     plan = BulkGrammar(grammar)
-    if not bulk or not plan.usable or source.encoding() != "utf-8":
-        return parse_lines(source.lines(), grammar)
-    blocks = source.blocks(block_bytes)
-    first = next(blocks, b"")
-    if first[: first.find(b"\n") if b"\n" in first else None].strip() == b"{":
-        return parse_lines(source.lines(), grammar)
-    parser = LineParser(grammar)
-    reader = _BulkReader(parser, plan)
-    base = 0
-    for block in _chain(first, blocks):
-        base = reader.feed_block(block, base)
-    return reader.finish()
+    if bulk and plan.usable and source.encoding() == "utf-8":
+        blocks = source.blocks(block_bytes)
+        first = next(blocks, b"")
+        if first[: first.find(b"\n") if b"\n" in first else None].strip() != b"{":
+            reader = _BulkReader(LineParser(grammar), plan, stage)
+            base = 0
+            for block in _chain(first, blocks):
+                base = reader.feed_block(block, base)
+            return reader.finish()
+    result = parse_lines(source.lines(), grammar)
+    stage.flush(result.tables)
+    return result
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -137,10 +145,11 @@ def _lines_of(block: bytes) -> pl.Series:
 
 
 class _BulkReader:
-    def __init__(self, parser: LineParser, plan: BulkGrammar) -> None:
+    def __init__(self, parser: LineParser, plan: BulkGrammar, stage: Stage) -> None:
         self.parser = parser
         self.plan = plan
-        self.frames: dict[str, list[pl.DataFrame]] = {}
+        self.stage = stage
+        self.frames: dict[str, list[pl.DataFrame]] = {}  # this block's, until flushed
 
     # -- one block -------------------------------------------------------------------------
 
@@ -159,6 +168,9 @@ class _BulkReader:
         after_open[1:] = open_record[:-1] & (kind[1:] == QUIET)
         kind = np.where(after_open, SLOW, kind)
         self._walk(block, text, frame, kind, open_record, records, base)
+        detach(self.parser)
+        self.stage.flush(self.parser.tables, self.frames)
+        self.frames = {}
         return base + n
 
     def _classify(self, text: pl.Series) -> pl.DataFrame:
@@ -352,22 +364,7 @@ class _BulkReader:
 
     def finish(self) -> ParseResult:
         result = self.parser.finish()
-        frames = {t: pl.concat(fs, how="diagonal_relaxed") for t, fs in self.frames.items()}
-        for table, row in self.parser.patches:
-            patch = {k: v for k, v in row.items() if k not in ("line", "engine")}
-            if not patch or table not in frames:
-                continue
-            f = frames[table]
-            at = pl.col("line") == row["line"]
-            frames[table] = f.with_columns(
-                (
-                    pl.when(at & pl.col(k).is_null()).then(pl.lit(v)).otherwise(pl.col(k))
-                    if k in f.columns
-                    else pl.when(at).then(pl.lit(v))
-                ).alias(k)
-                for k, v in patch.items()
-            )
-        result.frames = {t: [f] for t, f in frames.items()}
+        self.stage.flush(result.tables, self.frames)
         return result
 
 

@@ -1,47 +1,60 @@
-"""From a parse result to the store's tables: run ids, timestamps with years, k that only
-the run's config tells, and one row per run. Rows the line parser made (dicts) and rows
-read in bulk (frames) end up in the same frames, in log order."""
+"""From parsed rows to the store's tables: run ids, timestamps with years, k that only the
+run's config tells, and one row per run.
+
+Rows leave the parser block by block (``Stage.flush``): the line parser's dicts and the
+bulk reader's frames become one frame per table, in log order, written to a stage file
+so that memory stays flat however long the log. What a row's year needs from the rows
+before it (the months that rolled over, the last year a line printed) is worked out as
+the rows pass; what it needs from the whole log (the year of the first timestamp) is
+known at the end, when ``finish`` turns the stage into lazy frames of store columns.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from specscope.derive import DRAFTER_KINDS, fill_drafts, quantization_from_model_name
-from specscope.parse import ParseResult, Run
+from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
+from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, TABLES
-from specscope.timestamps import resolve_frame
 
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
 _INTERNAL = {
     "_run": pl.Int64,
-    "_year": pl.Int64,
+    "_year": pl.Int64,  # printed in the line (a container or SGLang timestamp)
     "_month": pl.Int64,
     "_day": pl.Int64,
     "_time": pl.String,
     "_dt": pl.Boolean,  # the record printed its draft tokens (so k may come from config)
+    "_off": pl.Int64,  # years the months rolled over since the first timestamp
+    "_yr": pl.Int64,  # the year printed on this line or the last dated one before it
 }
-
-
-@dataclass
-class Finished:
-    tables: dict[str, pl.DataFrame]  # the record tables, store columns plus `_run`
-    runs: list[dict[str, Any]]
-    first_year: int | None
-    year_basis: str
+_ROLLOVER = 6  # a month that jumps back by this much or more is a new year
 
 
 def schema_of(table: str) -> pl.Schema:
     return pl.from_arrow(TABLES[table].empty_table()).schema  # type: ignore[union-attr]
 
 
-def _dict_rows(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
+def _arrow_type(dtype: Any) -> pa.DataType:
+    return pl.DataFrame(schema={"x": dtype}).to_arrow().schema[0].type
+
+
+_ROW_SCHEMAS = {
+    table: pa.schema([*TABLES[table], *(pa.field(k, _arrow_type(t)) for k, t in _INTERNAL.items())])
+    for table in RECORD_TABLES
+}
+
+
+def _dict_rows(rows: list[Row], table: str) -> pl.DataFrame:
     names = TABLES[table].names
     out = []
     for r in rows:
@@ -56,45 +69,195 @@ def _dict_rows(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
             _dt="draft_tokens" in r,
         )
         out.append(row)
-    arrow = pa.Table.from_pylist(
-        out,
-        schema=pa.schema(
-            [
-                *TABLES[table],
-                *(
-                    pa.field(k, pl.DataFrame(schema={k: t}).to_arrow().schema[0].type)
-                    for k, t in _INTERNAL.items()
-                ),
-            ]
-        ),
-    )
-    return pl.from_arrow(arrow)  # type: ignore[return-value]
+    return pl.from_arrow(pa.Table.from_pylist(out, schema=_ROW_SCHEMAS[table]))  # type: ignore[return-value]
 
 
 def _conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """A frame with exactly the table's columns and types, plus the internal ones."""
     schema = {**dict(schema_of(table)), **_INTERNAL}
+    if "_dt" not in frame.columns:
+        frame = frame.with_columns(
+            (
+                pl.col("draft_tokens").is_not_null()
+                if "draft_tokens" in frame.columns
+                else pl.lit(False)
+            ).alias("_dt")
+        )
     return frame.select(
         (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t)).alias(c)
         for c, t in schema.items()
     )
 
 
-def _bulk_frame(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    frame = frame.with_columns(
-        pl.col("_month").cast(pl.Int64),
-        pl.col("_day").cast(pl.Int64),
-        (
-            pl.col("draft_tokens").is_not_null()
-            if "draft_tokens" in frame.columns
-            else pl.lit(False)
-        ).alias("_dt"),
-    )
-    return _conform(frame, table)
+@dataclass
+class _Years:
+    """What the rows so far say about years (``timestamps.resolve``, a block at a time)."""
+
+    month: int | None = None  # the last month seen
+    offset: int = 0
+    carried: int | None = None  # the last year printed on a dated line
+    first_explicit: tuple[int, int] | None = None  # (year, offset) of the first printed year
+    last: tuple[int, int] | None = None  # (month, day) of the last dated row
+
+    def stamp(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """``_off`` and ``_yr`` for rows in log order."""
+        has = rows["_month"].is_not_null()
+        previous = rows["_month"].forward_fill().shift(1)
+        if self.month is not None:
+            previous = previous.fill_null(self.month)
+        rolled = (has & ((previous - rows["_month"]) >= _ROLLOVER).fill_null(False)).cast(pl.Int64)
+        offsets = rolled.cum_sum() + self.offset
+        carried = rows.select(pl.when(has).then(pl.col("_year")).forward_fill())["_year"]
+        if self.carried is not None:
+            carried = carried.fill_null(self.carried)
+        out = rows.with_columns(
+            offsets.alias("_off"), pl.coalesce(rows["_year"], carried).alias("_yr")
+        )
+        explicit = rows["_year"].is_not_null()
+        if self.first_explicit is None and explicit.any():
+            at = int(explicit.arg_true()[0])
+            self.first_explicit = (int(rows["_year"][at]), int(offsets[at]))
+        if len(rows):
+            self.offset = int(offsets[-1])
+        if has.any():
+            at = int(has.arg_true()[-1])
+            self.month = int(rows["_month"][at])
+            self.last = (self.month, int(rows["_day"][at] or 1))
+            if carried[at] is not None:
+                self.carried = int(carried[at])
+        return out
+
+    def first_year(self, year: int | None, mtime: datetime) -> tuple[int | None, str]:
+        if self.last is None:
+            return None, "none"
+        if self.first_explicit is not None:
+            return self.first_explicit[0] - self.first_explicit[1], "log"
+        if year is not None:
+            return year, "--year"
+        last_year = mtime.year
+        if self.last > (mtime.month, mtime.day):
+            last_year -= 1  # a December log whose file was touched in January
+        return last_year - self.offset, "mtime"
+
+
+@dataclass
+class Stage:
+    """Rows out of the parser, table by table, in log order: on disk under ``directory``
+    (a temporary one when not given), or in memory with ``in_memory=True``."""
+
+    directory: Path | None = None
+    in_memory: bool = False
+    parts: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    years: _Years = field(default_factory=_Years)
+    flushes: int = 0
+    bulk_rows: int = 0  # of them, rows read in bulk
+    _tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def flush(
+        self,
+        rows: Mapping[str, list[Row]],
+        frames: Mapping[str, list[pl.DataFrame]] | None = None,
+    ) -> None:
+        """Take the rows made so far (emptying the lists) and the frames read in bulk."""
+        tables = {}
+        for table in RECORD_TABLES:
+            parts = [_conform(f, table) for f in (frames or {}).get(table, ())]
+            self.bulk_rows += sum(len(p) for p in parts)
+            if rows.get(table):
+                parts.append(_dict_rows(rows[table], table))
+                rows[table].clear()
+            if parts:
+                tables[table] = pl.concat(parts).sort("line", maintain_order=True)
+        if not tables:
+            return
+        # Years are read across tables: every row in log order, a line's rows in table order.
+        stamps = pl.concat(
+            [
+                t.select("line", "_year", "_month", "_day").with_columns(
+                    pl.lit(RECORD_TABLES.index(name), pl.Int64).alias("_table"),
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+                )
+                for name, t in tables.items()
+            ]
+        ).sort("line", "_table", "_row", maintain_order=True)
+        stamped = self.years.stamp(stamps)
+        for name, t in tables.items():
+            mine = stamped.filter(pl.col("_table") == RECORD_TABLES.index(name)).sort("_row")
+            t = t.with_columns(mine["_off"], mine["_yr"])
+            self.counts[name] = self.counts.get(name, 0) + len(t)
+            self.parts.setdefault(name, []).append(self._keep(name, t))
+        self.flushes += 1
+
+    def _keep(self, table: str, frame: pl.DataFrame) -> pl.DataFrame | Path:
+        if self.in_memory:
+            return frame
+        if self.directory is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="specscope-stage-")
+            self.directory = Path(self._tmp.name)
+        path = self.directory / f"{table}-{self.flushes:06d}.parquet"
+        frame.write_parquet(path, compression="lz4", statistics=False)
+        return path
+
+    def lazy(self, table: str) -> pl.LazyFrame:
+        parts = self.parts.get(table, [])
+        empty = _conform(pl.DataFrame(), table).lazy()
+        frames = [p.lazy() if isinstance(p, pl.DataFrame) else pl.scan_parquet(p) for p in parts]
+        return pl.concat([empty, *frames]) if frames else empty
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def detach(parser: LineParser) -> None:
+    """Records that left the parser may still be completed by a later line (a prefix-cache
+    line after a stats line): what remains of them in the parser's memory becomes a
+    ``BulkRow``, whose additions are kept as patches."""
+    run = parser._run
+    if run is None:
+        return
+    for key, (table, row) in list(run.last_record.items()):
+        if not isinstance(row, BulkRow):
+            run.last_record[key] = (table, BulkRow(line=row["line"], engine=row.get("engine")))
+
+
+@dataclass
+class Finished:
+    """The rows as the store takes them, a stage part at a time, and the runs."""
+
+    stage: Stage
+    runs: list[dict[str, Any]]
+    counts: dict[str, int]
+    first_year: int | None
+    year_basis: str
+    columns: dict[str, list[pl.Expr]] = field(default_factory=dict)  # per table, to finish
+
+    def parts(self, table: str) -> Iterator[pl.DataFrame]:
+        """The table's rows with their final columns (plus ``_run`` and ``_dt``), part by
+        part: memory holds one part at a time."""
+        for part in self.stage.parts.get(table, []):
+            frame = part if isinstance(part, pl.DataFrame) else pl.read_parquet(part)
+            for step in self.columns[table]:
+                frame = frame.with_columns(step)
+            yield frame
+
+    def collect(self) -> dict[str, pl.DataFrame]:
+        """Every table whole (for `watch` and tests; ingest streams ``parts``)."""
+        columns = {t: [*schema_of(t).names(), *_INTERNAL] for t in RECORD_TABLES}
+        return {
+            t: pl.concat(
+                [f.select(columns[t]) for f in self.parts(t)]
+                or [_conform(pl.DataFrame(), t).select(columns[t])]
+            )
+            for t in RECORD_TABLES
+        }
 
 
 def finish(
     result: ParseResult,
+    stage: Stage,
     *,
     display: str,
     source_id: str,
@@ -102,63 +265,54 @@ def finish(
     year: int | None,
     user: Mapping[str, Any],
 ) -> Finished:
-    tables: dict[str, pl.DataFrame] = {}
-    for table in RECORD_TABLES:
-        parts = [_conform(_dict_rows(result.tables.get(table, []), table), table)]
-        parts += [_bulk_frame(f, table) for f in result.frames.get(table, [])]
-        tables[table] = (
-            pl.concat(parts).with_row_index("_order").sort("line", "_order", maintain_order=True)
-        )
-    # Years: every record of every table, in log order (rows of one line in table order).
-    stamps = pl.concat(
-        [
-            t.select("line", "_order", "_year", "_month", "_day", "_time").with_columns(
-                pl.lit(rank, pl.Int64).alias("_table")
-            )
-            for rank, t in enumerate(tables.values())
-        ]
-    ).with_row_index("_at")
-    stamps = stamps.sort("line", "_table", "_order", maintain_order=True)
-    ts, first_year, basis = resolve_frame(stamps, year=year, mtime=mtime)
-    stamped = stamps.select("_at").with_columns(ts.alias("ts")).sort("_at")["ts"]
+    first, basis = stage.years.first_year(year, mtime)
     run_k = {run.ordinal: run.config.get("k") for run in result.runs if run.config.get("k")}
-    at = 0
-    for table, frame in list(tables.items()):
-        n = len(frame)
-        frame = frame.with_columns(
-            stamped.slice(at, n).alias("ts"),
+    columns: dict[str, list[pl.Expr]] = {}
+    for table in RECORD_TABLES:
+        steps = [
             pl.lit(display).alias("source"),
             pl.format("{}-{}", pl.lit(source_id), pl.col("_run")).alias("run_id"),
-        ).drop("_order")
-        at += n
-        if table == "spec_decode" and run_k:
-            frame = _k_from_config(frame, run_k)
+            _timestamp(first),
+        ]
         if table == "spec_decode":
-            frame = frame.with_columns(
-                pl.col("counts").fill_null("interval"), pl.col("partial").fill_null(False)
+            steps += [*_k_from_config(run_k)]
+            steps += [pl.col("counts").fill_null("interval"), pl.col("partial").fill_null(False)]
+        steps += [e for target, row in result.patches if target == table for e in _patch(row)]
+        columns[table] = steps
+    done = Finished(stage, [], dict(stage.counts), first, basis, columns)
+    spans, ks = [], []
+    for table in RECORD_TABLES:
+        for frame in done.parts(table):
+            spans.append(
+                frame.group_by("_run").agg(
+                    pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")
+                )
             )
-        tables[table] = frame
-    spans = {
-        r["_run"]: (r["first"], r["last"])
-        for r in pl.concat([t.select("_run", "ts") for t in tables.values()])
-        .group_by("_run")
-        .agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"))
-        .iter_rows(named=True)
-    }
-    # The most common k of a run's records; the first seen among equals (Counter's way).
-    ks = (
-        tables["spec_decode"]
-        .filter(pl.col("k").is_not_null() & pl.col("_dt"))
-        .group_by("_run", "k")
-        .agg(pl.len(), pl.col("line").min())
-        .sort(["_run", "len", "line"], descending=[False, True, False])
-        .unique("_run", keep="first")
-    )
-    common_k = dict(zip(ks["_run"].to_list(), ks["k"].to_list(), strict=True))
-    runs = [
+            if table == "spec_decode":
+                ks.append(
+                    frame.filter(pl.col("k").is_not_null() & pl.col("_dt"))
+                    .group_by("_run", "k")
+                    .agg(pl.len(), pl.col("line").min())
+                )
+    span_of: dict[int, tuple[Any, Any]] = {}
+    common_k: dict[int, Any] = {}
+    if spans:
+        merged = pl.concat(spans).group_by("_run").agg(pl.col("first").min(), pl.col("last").max())
+        span_of = {r["_run"]: (r["first"], r["last"]) for r in merged.iter_rows(named=True)}
+    if ks:
+        # The most common k of a run's records; the first seen among equals (Counter's way).
+        top = (
+            pl.concat(ks)
+            .group_by("_run", "k")
+            .agg(pl.col("len").sum(), pl.col("line").min())
+            .sort(["_run", "len", "line"], descending=[False, True, False])
+            .unique("_run", keep="first")
+        )
+        common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
+    done.runs = [
         _run_row(
             run,
-            spans.get(run.ordinal, (None, None)),
+            span_of.get(run.ordinal, (None, None)),
             common_k.get(run.ordinal),
             display,
             source_id,
@@ -166,22 +320,80 @@ def finish(
         )
         for run in result.runs
     ]
-    return Finished(tables, runs, first_year, basis)
+    return done
 
 
-def _k_from_config(frame: pl.DataFrame, run_k: dict[int, Any]) -> pl.DataFrame:
-    """k (and so drafts and per-position counts) for records that do not print it, from
-    the run's config."""
-    wanted = pl.col("k").is_null() & pl.col("_dt") & pl.col("_run").is_in(list(run_k))
-    if not frame.select(wanted.any()).item():
-        return frame
-    frame = frame.with_row_index("_fill")
-    rows = frame.filter(wanted).to_dicts()
-    for r in rows:
-        r["k"] = run_k[r["_run"]]
-        fill_drafts(r)
-    filled = pl.DataFrame(rows, schema=frame.schema)
-    return frame.filter(~wanted).vstack(filled).sort("_fill").drop("_fill")
+def _timestamp(first: int | None) -> pl.Expr:
+    """A row's datetime: its month, day and time in the year its line printed or the first
+    timestamp's year plus the years the months rolled over since (null when impossible,
+    as ``datetime`` refuses a 30 February)."""
+    if first is None:
+        return pl.lit(None, pl.Datetime("ms")).alias("ts")
+    year = pl.coalesce("_yr", pl.col("_off") + first)
+    month, day = pl.col("_month"), pl.col("_day").fill_null(1)
+    clock = pl.col("_time").fill_null("00:00:00")
+    hour, minute, second = (clock.str.slice(i, 2).cast(pl.Int32, strict=False) for i in (0, 3, 6))
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    days = (
+        pl.when(month == 2)
+        .then(pl.when(leap).then(29).otherwise(28))
+        .when(month.is_in([4, 6, 9, 11]))
+        .then(30)
+        .otherwise(31)
+    )
+    valid = (
+        month.is_between(1, 12)
+        & year.is_between(1, 9999)
+        & day.is_between(1, days)
+        & hour.is_between(0, 23)
+        & minute.is_between(0, 59)
+        & second.is_between(0, 59)
+        & (clock.str.len_bytes() == 8)
+    )
+    safe = [pl.when(valid).then(e).otherwise(1) for e in (year, month, day)]
+    safe_clock = [pl.when(valid).then(e).otherwise(0) for e in (hour, minute, second)]
+    return pl.when(valid).then(pl.datetime(*safe, *safe_clock, time_unit="ms")).alias("ts")
+
+
+def _k_from_config(run_k: Mapping[int, Any]) -> list[pl.Expr]:
+    """Steps that give k (and so drafts and per-position counts) to records that do not
+    print it, from the run's config (``derive.fill_drafts``, over columns)."""
+    if not run_k:
+        return []
+    config_k = pl.col("_run").replace_strict(
+        list(run_k), list(run_k.values()), default=None, return_dtype=pl.Int32
+    )
+    fill = pl.col("k").is_null() & pl.col("_dt") & config_k.is_not_null()
+    drafts = (pl.col("draft_tokens") / pl.col("k")).round(0).cast(pl.Int64)
+    per_pos = (pl.col("per_position_rate") * pl.col("drafts")).list.eval(
+        pl.element().round(0).cast(pl.Int64)
+    )
+    return [
+        fill.alias("_fill"),
+        pl.when("_fill").then(config_k).otherwise(pl.col("k")).alias("k"),
+        pl.when(pl.col("_fill") & pl.col("drafts").is_null() & (pl.col("k") > 0))
+        .then(drafts)
+        .otherwise(pl.col("drafts"))
+        .alias("drafts"),
+        pl.when(
+            pl.col("_fill")
+            & pl.col("accepted_per_pos").is_null()
+            & pl.col("per_position_rate").list.len().gt(0)
+            & pl.col("drafts").is_not_null()
+        )
+        .then(per_pos)
+        .otherwise(pl.col("accepted_per_pos"))
+        .alias("accepted_per_pos"),
+    ]
+
+
+def _patch(row: BulkRow) -> list[pl.Expr]:
+    at = pl.col("line") == row["line"]
+    return [
+        pl.when(at & pl.col(k).is_null()).then(pl.lit(v)).otherwise(pl.col(k)).alias(k)
+        for k, v in row.items()
+        if k not in ("line", "engine")
+    ]
 
 
 def _run_row(
@@ -233,8 +445,16 @@ def _run_row(
 
 
 def store_columns(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    """The frame as the store holds it: the table's columns, without the internal ones."""
+    """The rows as the store holds them: the table's columns, without the internal ones."""
     return frame.select(schema_of(table).names())
 
 
-__all__ = ["RECORD_TABLES", "Finished", "finish", "schema_of", "store_columns"]
+__all__ = [
+    "RECORD_TABLES",
+    "Finished",
+    "Stage",
+    "detach",
+    "finish",
+    "schema_of",
+    "store_columns",
+]

@@ -16,7 +16,7 @@ from specscope.acceptance import weighted_acceptance
 from specscope.bulk import parse_source
 from specscope.definitions import load_definitions
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
-from specscope.finish import RECORD_TABLES, Finished, finish, store_columns
+from specscope.finish import RECORD_TABLES, Finished, Stage, finish, store_columns
 from specscope.parse import Grammar, ParseResult
 from specscope.reader import Source, open_source
 from specscope.schema import CONFIG_COLUMNS, RUNS
@@ -170,9 +170,11 @@ def ingest(
         known = target.sources.collect().to_dicts()
         changed = False
         for path in paths:
+            mark = writer.mark()
             try:
                 report, row = _ingest_one(os.fspath(path), writer, known, year, user, grammar, bulk)
             except SpecscopeError as exc:
+                writer.roll_back(mark)  # nothing of a source that failed half way
                 reports.append(SourceReport(os.fspath(path), "error", error=exc))
                 continue
             reports.append(report)
@@ -215,21 +217,42 @@ def _ingest_one(
         return report, None
     previous = _grown_from(src, absolute, known)
     source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
-    result = parse_source(src, grammar, bulk=bulk)
+    stage = Stage()
+    try:
+        return _ingest_parsed(
+            src, grammar, stage, bulk, previous, source_id, absolute, writer, year, user
+        )
+    finally:
+        stage.close()
+
+
+def _ingest_parsed(
+    src: Source,
+    grammar: Grammar,
+    stage: Stage,
+    bulk: bool,
+    previous: dict[str, Any] | None,
+    source_id: str,
+    absolute: str,
+    writer: StoreWriter,
+    year: int | None,
+    user: dict[str, Any],
+) -> tuple[SourceReport, dict[str, Any] | None]:
+    result = parse_source(src, grammar, stage, bulk=bulk)
     report = SourceReport(src.display, "grown" if previous else "new", source_id, result.lines)
     report.notes.extend(src.notes)
-    if not _count(result, "spec_decode") and not _count(result, "bench"):
+    if not stage.counts.get("spec_decode") and not stage.counts.get("bench"):
         names = sorted(
             d.name
             for d in grammar.definitions
             if d.table in ("spec_decode", "bench")
             or any(f.table == "spec_decode" for f in d.fields.values())
         )
-        events = result.tables.get("events", [])
+        events = stage.lazy("events").select("code", "line").head(1).collect()
         held = (
-            f"; it holds {len(events)} events, the first {events[0]['code']} at line "
-            f"{events[0]['line']}"
-            if events
+            f"; it holds {stage.counts['events']} events, the first {events['code'][0]} at "
+            f"line {events['line'][0]}"
+            if len(events)
             else ""
         )
         raise NoTelemetryError(
@@ -239,6 +262,7 @@ def _ingest_one(
         )
     done = finish(
         result,
+        stage,
         display=src.display,
         source_id=source_id,
         mtime=src.mtime,
@@ -248,13 +272,15 @@ def _ingest_one(
     first_year, basis, runs = done.first_year, done.year_basis, done.runs
     after = previous["lines"] if previous else 0
     for table in RECORD_TABLES:
-        frame = done.tables[table].filter(pl.col("line") > after)
-        report.added[table] = writer.add_frame(table, source_id, store_columns(frame, table))
+        parts = (
+            store_columns(part.filter(pl.col("line") > after), table) for part in done.parts(table)
+        )
+        report.added[table] = writer.add_parts(table, source_id, parts)
     writer.add("runs", source_id, runs)
-    report.found = {table: len(done.tables[table]) for table in RECORD_TABLES}
+    report.found = {table: done.counts.get(table, 0) for table in RECORD_TABLES}
     report.found["runs"] = len(runs)
     report.skipped = _skipped(result)
-    report.runs = _summaries(done)
+    report.runs = _summaries(done, writer.partition("spec_decode", source_id))
     if previous:
         report.notes.append(f"grew since the last ingest: read on from line {after + 1}")
     row = {
@@ -292,11 +318,20 @@ def frames(
     user: dict[str, Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """A parse result as the store's tables would hold it, without a store (for `watch`)."""
+    stage = Stage(in_memory=True)
+    stage.flush({table: list(rows) for table, rows in result.tables.items()})  # watch keeps its own
     done = finish(
-        result, display=display, source_id=source_id, mtime=mtime, year=year, user=user or {}
+        result,
+        stage,
+        display=display,
+        source_id=source_id,
+        mtime=mtime,
+        year=year,
+        user=user or {},
     )
+    tables = done.collect()
     out = {
-        table: store_columns(done.tables[table], table).with_columns(
+        table: store_columns(tables[table], table).with_columns(
             pl.lit(source_id).alias("source_id")
         )
         for table in RECORD_TABLES
@@ -304,10 +339,6 @@ def frames(
     runs = pl.from_arrow(pa.Table.from_pylist(done.runs, schema=RUNS))
     out["runs"] = runs.with_columns(pl.lit(source_id).alias("source_id"))  # type: ignore[union-attr]
     return out
-
-
-def _count(result: ParseResult, table: str) -> int:
-    return len(result.tables.get(table, [])) + sum(len(f) for f in result.frames.get(table, []))
 
 
 def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -338,11 +369,8 @@ def _skipped(result: ParseResult) -> list[SkippedLines]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
-def _summaries(done: Finished) -> list[RunSummary]:
-    agg = {
-        r["run_id"]: r
-        for r in weighted_acceptance(done.tables["spec_decode"], ["run_id"]).to_dicts()
-    }
+def _summaries(done: Finished, spec: pl.LazyFrame) -> list[RunSummary]:
+    agg = {r["run_id"]: r for r in weighted_acceptance(spec, ["run_id"]).to_dicts()}
     out = []
     for run in done.runs:
         a = agg.get(run["run_id"], {})

@@ -109,8 +109,8 @@ class ParseResult:
     skipped: list[Skip]
     lines: int
     telemetry_lines: int = 0  # lines that held a record of any table
-    # Records read in bulk (specscope.bulk), as frames with the same columns as the rows.
-    frames: dict[str, list[Any]] = field(default_factory=dict)
+    # Records read in bulk that a later line completed (see BulkRow).
+    patches: list[tuple[str, BulkRow]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -760,7 +760,9 @@ class LineParser:
         self._finish_block()
         self._finish_config()
         runs = [r for r in self.runs if r.used]
-        return ParseResult(self.tables, runs, self.skipped, self.lines, self.telemetry_lines)
+        return ParseResult(
+            self.tables, runs, self.skipped, self.lines, self.telemetry_lines, self.patches
+        )
 
     # -- records ---------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -262,15 +262,59 @@ class StoreWriter:
         self.sources.append(source_id)
         return len(rows)
 
-    def add_frame(self, name: str, source_id: str, frame: pl.DataFrame) -> int:
-        """Append a frame of a partitioned table (its columns in the table's order)."""
-        if frame.is_empty():
-            return 0
-        table = frame.to_arrow().cast(TABLES[name])
+    def mark(self) -> tuple[int, int]:
+        """Where the writer is, to roll back to when one source fails half way."""
+        return len(self.written), len(self.sources)
+
+    def roll_back(self, mark: tuple[int, int]) -> None:
+        for path in self.written[mark[0] :]:
+            path.unlink(missing_ok=True)
+        del self.written[mark[0] :]
+        del self.sources[mark[1] :]
+
+    def add_parts(self, name: str, source_id: str, parts: Iterable[pl.DataFrame]) -> int:
+        """Append rows of a partitioned table for one source, a frame at a time (memory
+        holds one part, however many rows there are)."""
         dest = self.store.path / name / f"source_id={source_id}" / f"part-{self.ingest_id}.parquet"
-        self._write(table, dest)
+        tmp = dest.with_name(dest.name + ".tmp")
+        schema = TABLES[name]
+        written = 0
+        try:
+            writer: pq.ParquetWriter | None = None
+            try:
+                for part in parts:
+                    if part.is_empty():
+                        continue
+                    if writer is None:
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+                    writer.write_table(part.to_arrow().cast(schema))
+                    written += len(part)
+            finally:
+                if writer is not None:
+                    writer.close()
+            if not written:
+                return 0
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, dest)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(
+                f"cannot write {dest.name} ({exc.strerror or exc}); "
+                "nothing of this ingest was committed",
+                path=str(self.store.path),
+            ) from exc
+        self.written.append(dest)
         self.sources.append(source_id)
-        return len(frame)
+        return written
+
+    def partition(self, name: str, source_id: str) -> pl.LazyFrame:
+        """The rows of one source in a table, with what this writer added (uncommitted)."""
+        files = sorted((self.store.path / name / f"source_id={source_id}").glob("*.parquet"))
+        if not files:
+            return pl.from_arrow(TABLES[name].empty_table()).lazy()  # type: ignore[union-attr]
+        return pl.scan_parquet(files)
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
         table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
