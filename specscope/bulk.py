@@ -15,6 +15,7 @@ tables, on every fixture and on generated logs.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,8 +109,16 @@ def parse_source(
         if first[: first.find(b"\n") if b"\n" in first else None].strip() != b"{":
             reader = _BulkReader(LineParser(grammar), plan, stage)
             base = 0
-            for block in _chain(first, blocks):
-                base = reader.feed_block(block, base)
+            # Two cores: polars prepares the next block while Python walks this one.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                ahead: Future[_Prepared | None] | None = None
+                for block in _chain(first, blocks):
+                    following = pool.submit(reader.prepare, block)
+                    if ahead is not None:
+                        base = reader.walk(ahead.result(), base)
+                    ahead = following
+                if ahead is not None:
+                    base = reader.walk(ahead.result(), base)
             return reader.finish()
     result = parse_lines(source.lines(), grammar)
     stage.flush(result.tables)
@@ -144,6 +153,15 @@ def _lines_of(block: bytes) -> pl.Series:
     return text.str.strip_suffix("\n")
 
 
+@dataclass
+class _Prepared:
+    text: pl.Series
+    frame: pl.DataFrame  # the log header's parts, per line
+    kind: np.ndarray
+    open_record: np.ndarray
+    records: pl.DataFrame
+
+
 class _BulkReader:
     def __init__(self, parser: LineParser, plan: BulkGrammar, stage: Stage) -> None:
         self.parser = parser
@@ -153,25 +171,33 @@ class _BulkReader:
 
     # -- one block -------------------------------------------------------------------------
 
-    def feed_block(self, block: bytes, base: int) -> int:
+    def prepare(self, block: bytes) -> _Prepared | None:
+        """What can be known of a block before the parser reaches it (polars and numpy
+        only, so that it runs in a thread beside the walk of the block before)."""
         text = _lines_of(block)
-        n = len(text)
-        if n == 0:
-            return base
+        if len(text) == 0:
+            return None
         frame = self._classify(text)
         kind = frame["_kind"].to_numpy()
         records = self._records(frame)
         # Record lines that may go on (no terminal field): a line with no header after
         # one would be offered to it, so that line is read by the parser.
         open_record = frame["_open"].to_numpy()
-        after_open = np.zeros(n, bool)
+        after_open = np.zeros(len(text), bool)
         after_open[1:] = open_record[:-1] & (kind[1:] == QUIET)
         kind = np.where(after_open, SLOW, kind)
-        self._walk(block, text, frame, kind, open_record, records, base)
+        frame = frame.select("_proc", "_pid", "_level", "_month", "_day", "_time")
+        return _Prepared(text, frame, kind, open_record, records)
+
+    def walk(self, prepared: _Prepared | None, base: int) -> int:
+        if prepared is None:
+            return base
+        p = prepared
+        self._walk(p.text, p.frame, p.kind, p.open_record, p.records, base)
         detach(self.parser)
         self.stage.flush(self.parser.tables, self.frames)
         self.frames = {}
-        return base + n
+        return base + len(p.text)
 
     def _classify(self, text: pl.Series) -> pl.DataFrame:
         plan = self.plan
@@ -278,7 +304,6 @@ class _BulkReader:
 
     def _walk(
         self,
-        block: bytes,
         text: pl.Series,
         frame: pl.DataFrame,
         kind: np.ndarray,
@@ -286,7 +311,7 @@ class _BulkReader:
         records: pl.DataFrame,
         base: int,
     ) -> None:
-        walk = _Walk(self, block, text, frame, kind, open_record, records, base)
+        walk = _Walk(self, text, frame, kind, open_record, records, base)
         slow = np.flatnonzero(kind == SLOW)
         slow_texts = text.gather(slow).to_list() if len(slow) else []
         start = 0
@@ -377,7 +402,6 @@ class _Walk:
     def __init__(
         self,
         reader: _BulkReader,
-        block: bytes,
         text: pl.Series,
         frame: pl.DataFrame,
         kind: np.ndarray,
@@ -386,7 +410,7 @@ class _Walk:
         base: int,
     ) -> None:
         self.parser = reader.parser
-        self.block, self.text, self.kind, self.base = block, text, kind, base
+        self.text, self.kind, self.base = text, kind, base
         self.open_record = open_record
         self.has_env = kind >= ENVELOPE
         self.procs = frame["_proc"].to_list()

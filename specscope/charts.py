@@ -142,17 +142,27 @@ def against_running(spec: pl.DataFrame) -> alt.LayerChart | None:
 
 
 def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None:
-    rows = spec.filter(
-        pl.col("prefix_cache_hit_rate").is_not_null() & (pl.col("draft_tokens") > 0)
-    ).select(
-        "prefix_cache_hit_rate",
-        (pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance"),
-        "drafts",
-        pl.col("run_id").alias("run"),
-    )
+    """Acceptance (summed counts) per run and prefix-cache hit rate, in bins of one
+    percentage point (coarser when runs would give more than MAX_POINTS points)."""
+    rows = spec.filter(pl.col("prefix_cache_hit_rate").is_not_null() & (pl.col("draft_tokens") > 0))
     if rows.height < 2 or rows["prefix_cache_hit_rate"].n_unique() < 2:
         return None
-    data = _frame([{**r, "run": redact(r["run"])} for r in rows.to_dicts()])
+    runs = max(1, rows["run_id"].n_unique())
+    bins = max(2, min(100, MAX_POINTS // runs))
+    binned = (
+        rows.group_by(
+            pl.col("run_id").alias("run"),
+            ((pl.col("prefix_cache_hit_rate") * bins).round(0) / bins).alias(
+                "prefix_cache_hit_rate"
+            ),
+        )
+        .agg(
+            (pl.col("accepted_tokens").sum() / pl.col("draft_tokens").sum()).alias("acceptance"),
+            pl.col("drafts").sum(),
+        )
+        .sort("run", "prefix_cache_hit_rate")
+    )
+    data = _frame([{**r, "run": redact(r["run"])} for r in binned.to_dicts()])
     return (
         alt.Chart(data)
         .mark_circle(opacity=0.6)
@@ -162,9 +172,19 @@ def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None
                 title="prefix cache hit rate",
                 scale=alt.Scale(domain=[0, 1]),
             ),
-            y=alt.Y("acceptance:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y(
+                "acceptance:Q",
+                title="acceptance rate (summed counts)",
+                scale=alt.Scale(domain=[0, 1]),
+            ),
             size=alt.Size("drafts:Q", title="drafts"),
             color="run:N",
+            tooltip=[
+                "run:N",
+                alt.Tooltip("prefix_cache_hit_rate:Q", format=".2f"),
+                alt.Tooltip("acceptance:Q", format=".3f"),
+                "drafts:Q",
+            ],
         )
         .properties(title="Acceptance against prefix cache hit rate", width=WIDTH, height=HEIGHT)
     )

@@ -29,7 +29,6 @@ from specscope.ingest import parse_overrides
 from specscope.prometheus import PullReport, parse_duration
 from specscope.prometheus import pull as run_pull
 from specscope.redact import Redactor
-from specscope.report import build_report, report_kind, write_report
 from specscope.rules import rules_yaml
 from specscope.runs import runs_overview
 from specscope.scrape import scrape as run_scrape
@@ -321,6 +320,9 @@ def report(
     A verdict, the runs, the findings with redacted log lines, per-position acceptance and
     the k advice, charts, and what moves acceptance across the runs of the store.
     """
+    # Here, not at the top: Altair takes a while to import and most commands need none of it.
+    from specscope.report import build_report, report_kind, write_report
+
     try:
         if out is not None and not as_json:
             report_kind(out)  # before the work, not after it

@@ -116,6 +116,23 @@ class Evidence:
         return self._rows("stats", run_ids)
 
 
+# Columns that no detector or report reads: not loaded (a store of 10 M rows is big).
+_NOT_READ = (
+    "format",
+    "per_position_rate",
+    "accepted_throughput",
+    "drafted_throughput",
+    "problems",
+    "extra",
+    "prompt_throughput",
+    "generation_throughput",
+    "external_prefix_cache_hit_rate",
+    "mm_cache_hit_rate",
+    "cpu_prefix_cache_hit_rate",
+    "cpu_kv_cache_usage",
+)
+
+
 def gather(
     store: Store,
     *,
@@ -126,8 +143,8 @@ def gather(
     reference: list[dict[str, Any]] | None = None,
 ) -> Evidence:
     return evidence_from(
-        store.spec_decode.collect(),
-        store.engine_stats.collect(),
+        store.spec_decode.select(pl.exclude(_NOT_READ)).collect(),
+        store.engine_stats.select(pl.exclude(_NOT_READ)).collect(),
         store.runs.collect(),
         store.events.collect(),
         store.bench.collect(),

@@ -233,15 +233,34 @@ class Finished:
     first_year: int | None
     year_basis: str
     columns: dict[str, list[pl.Expr]] = field(default_factory=dict)  # per table, to finish
+    # Per run: summed counts, rate, mean length and per-position curve (the summary).
+    acceptance: dict[int, dict[str, Any]] = field(default_factory=dict)
 
-    def parts(self, table: str) -> Iterator[pl.DataFrame]:
+    def parts(self, table: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """The table's rows with their final columns (plus ``_run`` and ``_dt``), part by
-        part: memory holds one part at a time."""
-        for part in self.stage.parts.get(table, []):
-            frame = part if isinstance(part, pl.DataFrame) else pl.read_parquet(part)
-            for step in self.columns[table]:
-                frame = frame.with_columns(step)
-            yield frame
+        part: memory holds one part at a time. ``columns``: only these of the stage (and
+        only the steps that need nothing else)."""
+        steps = self.columns[table]
+        if columns is not None:
+            steps = [s for s in steps if set(s.meta.root_names()) <= set(columns)]
+        batch: list[pl.DataFrame] = []
+        held = 0
+        parts = self.stage.parts.get(table, [])
+        for i, part in enumerate(parts):
+            if isinstance(part, pl.DataFrame):
+                frame = part if columns is None else part.select(columns)
+            else:
+                frame = pl.read_parquet(part, columns=columns)
+            batch.append(frame)
+            held += len(frame)
+            # A few parts at a time: polars' cost per call is paid per batch, not per part.
+            if held >= _BATCH_ROWS or i == len(parts) - 1:
+                frame = pl.concat(batch) if len(batch) > 1 else batch[0]
+                batch, held = [], 0
+                lazy = frame.lazy()
+                for step in steps:
+                    lazy = lazy.with_columns(step)
+                yield lazy.collect()
 
     def collect(self) -> dict[str, pl.DataFrame]:
         """Every table whole (for `watch` and tests; ingest streams ``parts``)."""
@@ -280,9 +299,9 @@ def finish(
         steps += [e for target, row in result.patches if target == table for e in _patch(row)]
         columns[table] = steps
     done = Finished(stage, [], dict(stage.counts), first, basis, columns)
-    spans, ks = [], []
+    spans, ks, sums, positions = [], [], [], []
     for table in RECORD_TABLES:
-        for frame in done.parts(table):
+        for frame in done.parts(table, _AGGREGATED.get(table, _STAMP)):
             spans.append(
                 frame.group_by("_run").agg(
                     pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")
@@ -294,6 +313,8 @@ def finish(
                     .group_by("_run", "k")
                     .agg(pl.len(), pl.col("line").min())
                 )
+                sums.append(frame.group_by("_run").agg(*_PARTIAL_SUMS))
+                positions.append(_position_sums(frame))
     span_of: dict[int, tuple[Any, Any]] = {}
     common_k: dict[int, Any] = {}
     if spans:
@@ -309,6 +330,7 @@ def finish(
             .unique("_run", keep="first")
         )
         common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
+    done.acceptance = _acceptance(sums, positions)
     done.runs = [
         _run_row(
             run,
@@ -321,6 +343,96 @@ def finish(
         for run in result.runs
     ]
     return done
+
+
+_BATCH_ROWS = 100_000
+_STAMP = ["_run", "_yr", "_off", "_month", "_day", "_time"]
+_AGGREGATED = {
+    "spec_decode": [
+        *_STAMP,
+        "line",
+        "k",
+        "_dt",
+        "drafts",
+        "draft_tokens",
+        "accepted_tokens",
+        "accepted_per_pos",
+        "per_position_rate",
+        "mean_acceptance_length",
+    ]
+}
+_WITH_DRAFTS = pl.col("drafts").is_not_null()
+# Sums that add up across parts (``acceptance.weighted_acceptance``, a part at a time).
+_PARTIAL_SUMS = [
+    *(
+        e
+        for c in ("draft_tokens", "accepted_tokens", "drafts")
+        for e in (pl.col(c).sum().alias(c), pl.col(c).count().alias(f"{c}_n"))
+    ),
+    pl.col("accepted_tokens").filter(_WITH_DRAFTS).sum().alias("acc_with_drafts"),
+    pl.col("mean_acceptance_length").filter(~_WITH_DRAFTS).sum().alias("tau_sum"),
+    pl.col("mean_acceptance_length").filter(~_WITH_DRAFTS).count().alias("tau_n"),
+]
+
+
+def _position_sums(frame: pl.DataFrame) -> pl.DataFrame:
+    return (
+        frame.filter(pl.col("accepted_per_pos").is_not_null() & _WITH_DRAFTS)
+        .select(
+            "_run",
+            "drafts",
+            pl.col("accepted_per_pos").alias("count"),
+            pl.int_ranges(pl.col("accepted_per_pos").list.len()).alias("position"),
+        )
+        .explode("count", "position")
+        .group_by("_run", "position")
+        .agg(pl.col("count").sum(), pl.col("drafts").sum())
+    )
+
+
+def _acceptance(
+    sums: list[pl.DataFrame], positions: list[pl.DataFrame]
+) -> dict[int, dict[str, Any]]:
+    """A run's acceptance from its summed counts (never a mean of interval ratios)."""
+    if not sums:
+        return {}
+    total = pl.concat(sums).group_by("_run").agg(pl.all().sum())
+    curves: dict[int, list[float | None]] = {}
+    if positions:
+        for run, rows in (
+            pl.concat(positions)
+            .group_by("_run", "position")
+            .agg(pl.col("count").sum(), pl.col("drafts").sum())
+            .sort("_run", "position")
+            .partition_by("_run", as_dict=True)
+            .items()
+        ):
+            curves[run[0]] = [
+                c / d if d > 0 else None
+                for c, d in zip(rows["count"].to_list(), rows["drafts"].to_list(), strict=True)
+            ]
+    out = {}
+    for r in total.iter_rows(named=True):
+        got = {
+            c: r[c] if r[f"{c}_n"] else None for c in ("draft_tokens", "accepted_tokens", "drafts")
+        }
+        rate = (
+            got["accepted_tokens"] / got["draft_tokens"]
+            if got["draft_tokens"] and got["accepted_tokens"] is not None
+            else None
+        )
+        tau = 1 + r["acc_with_drafts"] / got["drafts"] if got["drafts"] else None
+        estimated = tau is None and r["tau_n"] > 0
+        if estimated:
+            tau = r["tau_sum"] / r["tau_n"]
+        out[r["_run"]] = {
+            **got,
+            "acceptance_rate": rate,
+            "mean_acceptance_length": tau,
+            "per_position": curves.get(r["_run"]),
+            "estimated": estimated,
+        }
+    return out
 
 
 def _timestamp(first: int | None) -> pl.Expr:

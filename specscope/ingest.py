@@ -12,7 +12,6 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from specscope.acceptance import weighted_acceptance
 from specscope.bulk import parse_source
 from specscope.definitions import load_definitions
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
@@ -280,7 +279,7 @@ def _ingest_parsed(
     report.found = {table: done.counts.get(table, 0) for table in RECORD_TABLES}
     report.found["runs"] = len(runs)
     report.skipped = _skipped(result)
-    report.runs = _summaries(done, writer.partition("spec_decode", source_id))
+    report.runs = _summaries(done)
     if previous:
         report.notes.append(f"grew since the last ingest: read on from line {after + 1}")
     row = {
@@ -369,11 +368,10 @@ def _skipped(result: ParseResult) -> list[SkippedLines]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
-def _summaries(done: Finished, spec: pl.LazyFrame) -> list[RunSummary]:
-    agg = {r["run_id"]: r for r in weighted_acceptance(spec, ["run_id"]).to_dicts()}
+def _summaries(done: Finished) -> list[RunSummary]:
     out = []
     for run in done.runs:
-        a = agg.get(run["run_id"], {})
+        a = done.acceptance.get(run["ordinal"], {})
         config = {c: run[c] for c in CONFIG_COLUMNS if run.get(c) is not None}
         out.append(
             RunSummary(

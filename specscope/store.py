@@ -309,13 +309,6 @@ class StoreWriter:
         self.sources.append(source_id)
         return written
 
-    def partition(self, name: str, source_id: str) -> pl.LazyFrame:
-        """The rows of one source in a table, with what this writer added (uncommitted)."""
-        files = sorted((self.store.path / name / f"source_id={source_id}").glob("*.parquet"))
-        if not files:
-            return pl.from_arrow(TABLES[name].empty_table()).lazy()  # type: ignore[union-attr]
-        return pl.scan_parquet(files)
-
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
         table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
         self._write(table, self.store.path / "sources" / f"sources-{self.ingest_id}.parquet")
