@@ -154,17 +154,20 @@ def _spec_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) -
     counts: dict[Target, dict[float, Row]] = defaultdict(dict)
     for name, column in SPEC_COUNTERS.items():
         for s in by_name.get(name, ()):
+            by_time = counts[target_of(s.labels)]
             for t, d, t0, restarted in deltas(s.points):
-                row = counts[target_of(s.labels)].setdefault(t, {"_t0": t0})
-                row[column] = _count(d)
+                row = by_time.get(t) or by_time.setdefault(t, {"_t0": t0})
+                row[column] = round(d)
                 row["_restarted"] = row.get("_restarted", False) or restarted
     per_pos: dict[Target, dict[float, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
     for s in by_name.get(PER_POSITION, ()):
         position = s.labels.get("position")
         if position is None or not position.isdigit():
             continue
+        by_time_pos = per_pos[target_of(s.labels)]
+        index = int(position)
         for t, d, _, _ in deltas(s.points):
-            per_pos[target_of(s.labels)][t][int(position)] = _count(d)
+            by_time_pos[t][index] = round(d)
     for target, by_time in counts.items():
         for t, row in sorted(by_time.items()):
             drafts = row.get("drafts")
@@ -181,6 +184,7 @@ def _spec_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) -
             out.spec_decode.append(
                 {
                     "_target": target,
+                    "_t": t,
                     "ts": _utc(t),
                     "interval_s": t - row["_t0"],
                     "engine": _int(target[2]),
@@ -264,6 +268,7 @@ def _stats_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) 
             out.engine_stats.append(
                 {
                     "_target": target,
+                    "_t": t,
                     "ts": _utc(t),
                     "engine": _int(target[2]),
                     "format": "prometheus",
@@ -294,6 +299,7 @@ def _sglang_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals)
                 out.spec_decode.append(
                     {
                         "_target": target,
+                        "_t": t,
                         "ts": _utc(t),
                         "engine": None,
                         "format": "prometheus_sglang",
@@ -307,6 +313,7 @@ def _sglang_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals)
                 out.engine_stats.append(
                     {
                         "_target": target,
+                        "_t": t,
                         "ts": _utc(t),
                         "engine": None,
                         "format": "prometheus_sglang",

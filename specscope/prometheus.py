@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
 import polars as pl
 import regex
 import requests
@@ -234,14 +235,18 @@ def _collect(
             json.dumps({k: v for k, v in metric.items() if k != "__name__"}, sort_keys=True),
         )
         points = series.setdefault(key, {})
-        for pair in values:
-            try:
-                t, v = float(pair[0]), float(pair[1])
-            except (TypeError, ValueError, IndexError) as exc:
-                raise PrometheusError(f"{client.endpoint.url} sent a malformed sample") from exc
-            if window.start < t <= window.end or not points:
-                points[t] = v  # a sample on a window boundary belongs to one window
-                count += 1
+        try:
+            times = [float(pair[0]) for pair in values]
+            samples = np.asarray([pair[1] for pair in values], dtype=np.float64)
+        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            raise PrometheusError(f"{client.endpoint.url} sent a malformed sample") from exc
+        at = np.asarray(times, dtype=np.float64)
+        keep = (at > window.start) & (at <= window.end)  # a boundary sample: one window
+        if not points and len(keep):
+            keep[0] = True  # a series' first sample, whatever its window
+        kept = np.flatnonzero(keep)
+        points.update(zip(at[kept].tolist(), samples[kept].tolist(), strict=True))
+        count += len(kept)
     return count
 
 
@@ -348,20 +353,23 @@ def store_intervals(
     run_ids: dict[tuple[str | None, str | None], str] = {}
     new_marks = dict(marks)
     tables: dict[str, list[dict[str, Any]]] = {"spec_decode": [], "engine_stats": []}
+    keys: dict[Any, str] = {}
     for table, rows in tables.items():
         for row in getattr(got, table):
-            t = row["ts"].replace(tzinfo=UTC).timestamp()
-            key = _target_key(row["_target"])
+            t = row["_t"]
+            target = row["_target"]
+            key = keys.get(target) or keys.setdefault(target, _target_key(target))
             if t <= marks.get(key, start) or t > read_until:
                 continue
-            instance, model, _ = row["_target"]
-            run_id = run_ids.setdefault(
+            instance, model, _ = target
+            run_id = run_ids.get((instance, model)) or run_ids.setdefault(
                 (instance, model), _run_id(report.source_id, instance, model)
             )
-            out = {k: v for k, v in row.items() if not k.startswith("_") and k != "interval_s"}
+            out = {k: v for k, v in row.items() if k[0] != "_" and k != "interval_s"}
             out.update(source=report.url, line=None, end_line=None, run_id=run_id)
             rows.append(out)
-            new_marks[key] = max(new_marks.get(key, 0.0), t)
+            if t > new_marks.get(key, 0.0):
+                new_marks[key] = t
     for table, rows in tables.items():
         report.added[table] = writer.add(table, report.source_id, rows)
     run_rows = _run_rows(store, report, got, tables)
