@@ -216,10 +216,8 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     sources = sorted(
         set(spec["source_id"].unique().to_list()) | set(stats["source_id"].unique().to_list())
     )
-    code = pl.col("source_id").replace_strict(
-        sources, list(range(len(sources))), return_dtype=pl.Int64
-    )
-    logs = stats.filter(pl.col("line").is_not_null())
+    code = pl.col("source_id").cast(pl.Enum(sources)).to_physical().cast(pl.Int64)
+    logs = stats.select("source_id", "line", *wanted).filter(pl.col("line").is_not_null())
     keys = logs.select(code * (1 << 40) + pl.col("line"))
     have = keys.to_series().to_numpy()
     order = np.argsort(have, kind="stable")
