@@ -14,7 +14,7 @@ tables, on every fixture and on generated logs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +46,7 @@ _WRAPPED = "[\x1b\r`*<\uff1a\uff0c]|\\s$"
 _INNER_HEAD = rf"\(|\)|\[|\]|pid=|(?:{_LEVELS})\s+\d\d-\d\d"
 
 SLOW, QUIET, ENVELOPE, RECORD = 0, 1, 2, 3
+Progress = Callable[[int], None]  # told the bytes of text read so far
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ def parse_source(
     *,
     bulk: bool = True,
     block_bytes: int = BLOCK_BYTES,
+    progress: Progress | None = None,
 ) -> ParseResult:
     """Parse a whole source into ``stage``: in bulk where the lines allow it (``bulk=True``),
     else (or for a source that is not UTF-8, or a pretty-printed JSON document) line by
@@ -110,15 +112,21 @@ def parse_source(
             reader = _BulkReader(LineParser(grammar), plan, stage)
             base = 0
             # Two cores: polars prepares the next block while Python walks this one.
+            done = 0
             with ThreadPoolExecutor(max_workers=1) as pool:
-                ahead: Future[_Prepared | None] | None = None
+                ahead: tuple[Future[_Prepared | None], int] | None = None
                 for block in _chain(first, blocks):
-                    following = pool.submit(reader.prepare, block)
+                    following = (pool.submit(reader.prepare, block), len(block))
                     if ahead is not None:
-                        base = reader.walk(ahead.result(), base)
+                        base = reader.walk(ahead[0].result(), base)
+                        done += ahead[1]
+                        if progress is not None:
+                            progress(done)
                     ahead = following
                 if ahead is not None:
-                    base = reader.walk(ahead.result(), base)
+                    base = reader.walk(ahead[0].result(), base)
+                    if progress is not None:
+                        progress(done + ahead[1])
             return reader.finish()
     result = parse_lines(source.lines(), grammar)
     stage.flush(result.tables)

@@ -6,10 +6,12 @@ Domain errors become one line on stderr and the exit status their class names
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -66,6 +68,39 @@ def _fail(exc: SpecscopeError) -> typer.Exit:
     return typer.Exit(int(exc.exit_status))
 
 
+PROGRESS_BYTES = 50_000_000  # logs smaller than this are read before a bar would help
+
+
+@contextlib.contextmanager
+def _progress_bar(paths: list[str]) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar on standard error for big logs, when it is a terminal."""
+    sizes = [os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p)]
+    least = int(os.environ.get("SPECSCOPE_PROGRESS_BYTES", PROGRESS_BYTES))
+    if not sys.stderr.isatty() or max(sizes, default=0) < least:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    tasks: dict[str, Any] = {}
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+
+        def update(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done)
+            bar.refresh()  # a block takes a fraction of a second: show each one
+
+        yield update
+
+
 @app.command(
     epilog="Examples:\n\n"
     "  specscope ingest server.log\n\n"
@@ -104,7 +139,15 @@ def ingest(
     """
     try:
         overrides = parse_overrides(set_ or [])
-        report = run_ingest(paths, store=store, year=year, overrides=overrides, label=label)
+        with _progress_bar(paths) as progress:
+            report = run_ingest(
+                paths,
+                store=store,
+                year=year,
+                overrides=overrides,
+                label=label,
+                progress=progress,
+            )
     except SpecscopeError as exc:
         raise _fail(exc) from exc
     if as_json:

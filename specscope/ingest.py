@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,10 +153,12 @@ def ingest(
     label: str | None = None,
     grammar: Grammar | None = None,
     bulk: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> IngestReport:
     """Read logs into the store. A problem with one input is reported in its
     ``SourceReport.error`` and does not stop the others; ``raise_for_errors()`` raises it.
-    ``bulk=False`` reads every line with the line parser (slower; the same tables)."""
+    ``bulk=False`` reads every line with the line parser (slower; the same tables).
+    ``progress(name, bytes read, bytes in all)`` is called as a big log is read."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     target = store if isinstance(store, Store) else Store(store or default_store_path())
@@ -171,7 +173,9 @@ def ingest(
         for path in paths:
             mark = writer.mark()
             try:
-                report, row = _ingest_one(os.fspath(path), writer, known, year, user, grammar, bulk)
+                report, row = _ingest_one(
+                    os.fspath(path), writer, known, year, user, grammar, bulk, progress
+                )
             except SpecscopeError as exc:
                 writer.roll_back(mark)  # nothing of a source that failed half way
                 reports.append(SourceReport(os.fspath(path), "error", error=exc))
@@ -193,6 +197,7 @@ def _ingest_one(
     user: dict[str, Any],
     grammar: Grammar,
     bulk: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[SourceReport, dict[str, Any] | None]:
     src = open_source(path)
     absolute = path if path == "-" else str(Path(path).resolve())
@@ -218,8 +223,14 @@ def _ingest_one(
     source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
     stage = Stage()
     try:
+        told = None
+        if progress is not None:
+
+            def told(done: int) -> None:
+                progress(src.display, done, src.content_size)
+
         return _ingest_parsed(
-            src, grammar, stage, bulk, previous, source_id, absolute, writer, year, user
+            src, grammar, stage, bulk, previous, source_id, absolute, writer, year, user, told
         )
     finally:
         stage.close()
@@ -236,8 +247,9 @@ def _ingest_parsed(
     writer: StoreWriter,
     year: int | None,
     user: dict[str, Any],
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[SourceReport, dict[str, Any] | None]:
-    result = parse_source(src, grammar, stage, bulk=bulk)
+    result = parse_source(src, grammar, stage, bulk=bulk, progress=progress)
     report = SourceReport(src.display, "grown" if previous else "new", source_id, result.lines)
     report.notes.extend(src.notes)
     if not stage.counts.get("spec_decode") and not stage.counts.get("bench"):

@@ -232,3 +232,44 @@ def test_weighted_acceptance_keeps_the_order_groups_first_appear_in():
     )
     for _ in range(5):
         assert specscope.weighted_acceptance(frame)["run_id"].to_list() == names
+
+
+def test_a_big_log_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    """Standard error a terminal and the log over the threshold: a bar with the file's
+    name and sizes; standard error a pipe: none (issue 7)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    log = tmp_path / "server.log"
+    log.write_bytes((SEEDS / "003_83783f5568908b19.txt").read_bytes() * 40)
+    env = {
+        **os.environ,
+        "SPECSCOPE_PROGRESS_BYTES": "1000",
+        "COLUMNS": "120",
+        "TERM": "xterm",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    cmd = [sys.executable, "-m", "specscope", "ingest", str(log), "--store", str(tmp_path / "s")]
+    main, child = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=child, env=env)
+    os.close(child)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=60) == 0
+    shown = seen.decode("utf-8", errors="replace")
+    assert "server.log" in shown and "kB" in shown, shown[-500:]
+    piped = subprocess.run(cmd, capture_output=True, env=env, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""
