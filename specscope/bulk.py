@@ -42,6 +42,14 @@ _UNDATED = _HEAD + r"(?P<_body>\S.*)$"
 # What the line parser would clean away or read as more than one line's worth: colour,
 # markdown, full-width punctuation, trailing space, a carriage return.
 _WRAPPED = "[\x1b\r`*<\uff1a\uff0c]|\\s$"
+# ``clean.clean_line``'s colour codes, and the prefixes it peels that the bulk reader
+# peels too: a compose service name, a docker/kubectl/CRI timestamp (which gives the year).
+_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
+_PREFIX = (
+    r"^(?:[A-Za-z0-9][\w.-]{0,80}\s*\|\s?)?"
+    r"(?:(\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?:\s+(?:stdout|stderr)\s+[FP])?\s+)?"
+)
 # A second header inside the message (records glued on one line).
 _INNER_HEAD = rf"\(|\)|\[|\]|pid=|(?:{_LEVELS})\s+\d\d-\d\d"
 
@@ -194,7 +202,7 @@ class _BulkReader:
         after_open = np.zeros(len(text), bool)
         after_open[1:] = open_record[:-1] & (kind[1:] == QUIET)
         kind = np.where(after_open, SLOW, kind)
-        frame = frame.select("_proc", "_pid", "_level", "_month", "_day", "_time")
+        frame = frame.select("_proc", "_pid", "_level", "_month", "_day", "_time", "_year")
         return _Prepared(text, frame, kind, open_record, records)
 
     def walk(self, prepared: _Prepared | None, base: int) -> int:
@@ -209,16 +217,28 @@ class _BulkReader:
 
     def _classify(self, text: pl.Series) -> pl.DataFrame:
         plan = self.plan
-        t = pl.col("text")
-        candidate = t.str.starts_with("(") & t.str.contains("pid=", literal=True)
-        candidate = candidate & ~t.str.contains(_WRAPPED)
-        cand_text = pl.when(candidate).then(t)
+        raw = pl.col("text")
+        # What the line parser strips first (``clean.clean_line``): colour, then a container
+        # timestamp or compose service name, the timestamp giving the year.
+        coloured = raw.str.contains("\x1b", literal=True)
+        t = pl.col("_clean")
         df = pl.DataFrame([text]).with_columns(
+            pl.when(coloured).then(raw.str.replace_all(_ANSI, "")).otherwise(raw).alias("_clean")
+        )
+        prefixed = ~t.str.starts_with("(")
+        df = df.with_columns(
+            pl.when(prefixed).then(t.str.replace(_PREFIX, "")).otherwise(t).alias("_clean"),
+            pl.when(prefixed).then(t.str.extract(_PREFIX, 1)).cast(pl.Int64).alias("_year"),
+        )
+        candidate = t.str.starts_with("(") & t.str.contains("pid=", literal=True)
+        candidate = candidate & ~t.str.contains(_WRAPPED) & ~raw.str.contains("\r", literal=True)
+        cand_text = pl.when(candidate).then(t)
+        df = df.with_columns(
             cand_text.str.extract_groups(_DATED).alias("_dated"),
             (
-                ~t.str.contains_any([*plan.literals, "pid="])
-                & ~t.str.starts_with("{")
-                & ~t.str.contains("\r", literal=True)
+                ~raw.str.contains_any([*plan.literals, "pid="])
+                & ~raw.str.starts_with("{")
+                & ~raw.str.contains("\r", literal=True)
             ).alias("_no_literal"),
             (t.str.contains(plan.ends_in_literal) if plan.ends_in_literal else pl.lit(False)).alias(
                 "_ends_in_literal"
@@ -226,7 +246,7 @@ class _BulkReader:
             candidate.alias("_candidate"),
         )
         df = df.unnest("_dated")
-        undated = pl.when(pl.col("_candidate") & pl.col("_body").is_null()).then(t)
+        undated = pl.when(pl.col("_candidate") & pl.col("_body").is_null()).then(pl.col("_clean"))
         df = df.with_columns(undated.str.extract_groups(_UNDATED).alias("_undated"))
         df = df.with_columns(
             pl.coalesce("_proc", pl.col("_undated").struct.field("_proc")).alias("_proc"),
@@ -285,7 +305,9 @@ class _BulkReader:
                 continue
             d = shape.definition
             fields = (
-                rows.select("_i", "_proc", "_pid", "_month", "_day", "_time", pl.col(f"_shape{i}"))
+                rows.select(
+                    "_i", "_proc", "_pid", "_month", "_day", "_time", "_year", pl.col(f"_shape{i}")
+                )
                 .unnest(f"_shape{i}")
                 .drop("__m")
             )
@@ -401,7 +423,7 @@ class _BulkReader:
         return result
 
 
-_KEEP = ("line", "end_line", "format", "_run", "_month", "_day", "_time")
+_KEEP = ("line", "end_line", "format", "_run", "_month", "_day", "_time", "_year")
 
 
 class _Walk:
@@ -427,6 +449,7 @@ class _Walk:
         self.months = frame["_month"].to_list()
         self.days = frame["_day"].to_list()
         self.times = frame["_time"].to_list()
+        self.years = frame["_year"].to_list()
         n = len(kind)
         self.run_of = np.zeros(n, np.int64)  # the run a bulk record went to (0: fed)
         self.stretch_of = np.full(n, -1, np.int64)
@@ -521,6 +544,7 @@ class _Walk:
                     month=int(self.months[i]),
                     day=int(self.days[i]),
                     time=self.times[i],
+                    year=self.years[i],
                 )
                 break
         ordinal = parser.take_bulk(

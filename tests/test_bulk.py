@@ -183,3 +183,28 @@ def test_ingest_in_bulk_stores_what_the_line_parser_stores(tmp_path: Path) -> No
         assert got.drop("ingest_id", strict=False).equals(want.drop("ingest_id", strict=False)), (
             table
         )
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda i, line: f"2026-05-24T11:55:{i % 60:02d}.123456789Z {line}",  # docker logs -t
+        lambda i, line: f"vllm-1  | {line}",  # docker compose logs
+        lambda i, line: f"vllm-1  | 2025-12-31T23:59:59Z stdout F {line}",  # compose, CRI
+        lambda i, line: "\x1b[1;36m" + line.replace(") ", ")\x1b[0;0m ", 1),  # colour
+    ],
+    ids=["docker", "compose", "compose_cri", "ansi"],
+)
+def test_container_logs_read_in_bulk(wrap: Any, tmp_path: Path) -> None:
+    """Every line behind a container's prefix or in colour, as `docker logs` gives a
+    server's log: still read in bulk, and still the line parser's tables (with the
+    year the prefix gives)."""
+    plain = tmp_path / "plain.log"
+    with open(plain, "w") as out:
+        write_server(out, 150_000, 5, runs=2, disturbed=0.02)
+    lines = plain.read_text().split("\n")
+    path = tmp_path / "wrapped.log"
+    path.write_text("\n".join(wrap(i, line) if line else line for i, line in enumerate(lines)))
+    fast = _same(path, block_bytes=20_000)
+    records = len(fast["tables"]["spec_decode"]) + len(fast["tables"]["engine_stats"])
+    assert fast["bulk_rows"] > 0.8 * records
