@@ -28,7 +28,7 @@ from specscope.finish import Stage, detach
 from specscope.parse import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
 from specscope.reader import Source
 
-BLOCK_BYTES = 4 << 20  # polars pays per call above, memory grows with it below
+BLOCK_BYTES = 3 << 20  # polars pays per call above, memory grows with it below
 
 _LEVELS = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL"
 # The vLLM logger's header as it prints it; anything looser is left to the line parser.
