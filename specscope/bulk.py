@@ -208,12 +208,11 @@ class _BulkReader:
     def walk(self, prepared: _Prepared | None, base: int) -> int:
         if prepared is None:
             return base
-        p = prepared
-        self._walk(p.text, p.frame, p.kind, p.open_record, p.records, base)
+        self._walk(prepared, base)
         detach(self.parser)
         self.stage.flush(self.parser.tables, self.frames)
         self.frames = {}
-        return base + len(p.text)
+        return base + len(prepared.text)
 
     def _classify(self, text: pl.Series) -> pl.DataFrame:
         plan = self.plan
@@ -332,16 +331,9 @@ class _BulkReader:
 
     # -- the walk: bulk stretches and lines fed one by one ---------------------------------
 
-    def _walk(
-        self,
-        text: pl.Series,
-        frame: pl.DataFrame,
-        kind: np.ndarray,
-        open_record: np.ndarray,
-        records: pl.DataFrame,
-        base: int,
-    ) -> None:
-        walk = _Walk(self, text, frame, kind, open_record, records, base)
+    def _walk(self, p: _Prepared, base: int) -> None:
+        walk = _Walk(self, p, base)
+        kind, text, records = p.kind, p.text, p.records
         slow = np.flatnonzero(kind == SLOW)
         slow_texts = text.gather(slow).to_list() if len(slow) else []
         start = 0
@@ -429,19 +421,11 @@ _KEEP = ("line", "end_line", "format", "_run", "_month", "_day", "_time", "_year
 class _Walk:
     """One block's walk: stretches of plain lines read in bulk, the other lines fed."""
 
-    def __init__(
-        self,
-        reader: _BulkReader,
-        text: pl.Series,
-        frame: pl.DataFrame,
-        kind: np.ndarray,
-        open_record: np.ndarray,
-        records: pl.DataFrame,
-        base: int,
-    ) -> None:
+    def __init__(self, reader: _BulkReader, p: _Prepared, base: int) -> None:
         self.parser = reader.parser
-        self.text, self.kind, self.base = text, kind, base
-        self.open_record = open_record
+        self.text, self.kind, self.base = p.text, p.kind, base
+        self.open_record = p.open_record
+        frame, kind, records = p.frame, p.kind, p.records
         self.has_env = kind >= ENVELOPE
         self.procs = frame["_proc"].to_list()
         self.pids = frame["_pid"].to_list()

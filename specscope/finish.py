@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -292,22 +292,28 @@ def finish(
         steps += [e for target, row in result.patches if target == table for e in _patch(row)]
         columns[table] = steps
     done = Finished(stage, [], dict(stage.counts), first, basis, columns)
-    spans, ks, sums, positions = [], [], [], []
+    spans = _Folded(lambda f: f.group_by("_run").agg(pl.col("first").min(), pl.col("last").max()))
+    ks = _Folded(lambda f: f.group_by("_run", "k").agg(pl.col("len").sum(), pl.col("line").min()))
+    sums = _Folded(lambda f: f.group_by("_run").agg(pl.all().sum()))
+    positions = _Folded(
+        lambda f: f.group_by("_run", "position").agg(pl.col("count").sum(), pl.col("drafts").sum())
+    )
     for table in RECORD_TABLES:
         for frame in done.parts(table, _AGGREGATED.get(table, _STAMP)):
-            spans.append(
+            spans.add(
                 frame.group_by("_run").agg(
                     pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")
                 )
             )
             if table == "spec_decode":
-                ks.append(
+                ks.add(
                     frame.filter(pl.col("k").is_not_null() & pl.col("_dt"))
                     .group_by("_run", "k")
                     .agg(pl.len(), pl.col("line").min())
                 )
-                sums.append(frame.group_by("_run").agg(*_PARTIAL_SUMS))
-                positions.append(_position_sums(frame))
+                sums.add(frame.group_by("_run").agg(*_PARTIAL_SUMS))
+                positions.add(_position_sums(frame))
+    spans, ks, sums, positions = spans.parts, ks.parts, sums.parts, positions.parts
     span_of: dict[int, tuple[Any, Any]] = {}
     common_k: dict[int, Any] = {}
     if spans:
@@ -425,6 +431,20 @@ def _acceptance(
             "estimated": estimated,
         }
     return out
+
+
+class _Folded:
+    """Partial aggregates, one per part, folded into one every so often (thousands of tiny
+    frames hold more memory than their rows)."""
+
+    def __init__(self, fold: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
+        self.fold = fold
+        self.parts: list[pl.DataFrame] = []
+
+    def add(self, frame: pl.DataFrame) -> None:
+        self.parts.append(frame)
+        if len(self.parts) >= 64:
+            self.parts = [self.fold(pl.concat(self.parts))]
 
 
 def _timestamp(first: int | None) -> pl.Expr:

@@ -232,14 +232,18 @@ class StoreWriter:
         self.written: list[Path] = []
         self.sources: list[str] = []
 
-    def _write(self, table: pa.Table, dest: Path) -> None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+    @contextlib.contextmanager
+    def _atomic(self, dest: Path) -> Iterator[Path]:
+        """A temporary name to write ``dest`` under; once written it is synced and renamed.
+        A write that fails is a StoreError and leaves nothing behind."""
         tmp = dest.with_name(dest.name + ".tmp")
         try:
-            pq.write_table(table, tmp, compression="zstd")
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, dest)
+            yield tmp
+            if tmp.exists():
+                with open(tmp, "rb") as f:
+                    os.fsync(f.fileno())
+                os.replace(tmp, dest)
+                self.written.append(dest)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise StoreError(
@@ -247,7 +251,11 @@ class StoreWriter:
                 "nothing of this ingest was committed",
                 path=str(self.store.path),
             ) from exc
-        self.written.append(dest)
+
+    def _write(self, table: pa.Table, dest: Path) -> None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with self._atomic(dest) as tmp:
+            pq.write_table(table, tmp, compression="zstd")
 
     def add(self, name: str, source_id: str, rows: list[dict[str, Any]]) -> int:
         """Append rows of a partitioned table for one source."""
@@ -276,10 +284,9 @@ class StoreWriter:
         """Append rows of a partitioned table for one source, a frame at a time (memory
         holds one part, however many rows there are)."""
         dest = self.store.path / name / f"source_id={source_id}" / f"part-{self.ingest_id}.parquet"
-        tmp = dest.with_name(dest.name + ".tmp")
         schema = TABLES[name]
         written = 0
-        try:
+        with self._atomic(dest) as tmp:
             writer: pq.ParquetWriter | None = None
             try:
                 for part in parts:
@@ -293,20 +300,8 @@ class StoreWriter:
             finally:
                 if writer is not None:
                     writer.close()
-            if not written:
-                return 0
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, dest)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise StoreError(
-                f"cannot write {dest.name} ({exc.strerror or exc}); "
-                "nothing of this ingest was committed",
-                path=str(self.store.path),
-            ) from exc
-        self.written.append(dest)
-        self.sources.append(source_id)
+        if written:
+            self.sources.append(source_id)
         return written
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
