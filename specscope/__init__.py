@@ -7,7 +7,12 @@ store.spec_decode.collect()          # polars LazyFrame per table
 specscope.weighted_acceptance(store.spec_decode, by=["run_id"])
 """
 
+import os
 from typing import TYPE_CHECKING, Any
+
+# polars' allocator (jemalloc) keeps freed pages for 10 s by default: reading a big log
+# block by block, that is 40 MB of RSS for nothing. It reads this once, when polars loads.
+os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0")
 
 from specscope.acceptance import weighted_acceptance
 from specscope.advise import Advice, advise

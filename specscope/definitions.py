@@ -3,6 +3,8 @@
 A definition says where a record starts (``anchor``), how its body is read (label: value
 ``fields``, a Python-literal or ``key=value`` ``config`` line, or an ``event``), and carries
 the sample lines and the values they must give. The reading code knows no format by name.
+A ``fields`` definition may also list ``plain`` shapes: its record exactly as releases
+print it, which the bulk reader (``specscope.bulk``) parses over whole blocks.
 """
 
 from __future__ import annotations

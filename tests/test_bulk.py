@@ -208,3 +208,29 @@ def test_container_logs_read_in_bulk(wrap: Any, tmp_path: Path) -> None:
     fast = _same(path, block_bytes=20_000)
     records = len(fast["tables"]["spec_decode"]) + len(fast["tables"]["engine_stats"])
     assert fast["bulk_rows"] > 0.8 * records
+
+
+@pytest.mark.parametrize(
+    "definition", [d for d in GRAMMAR.definitions if d.plain], ids=lambda d: d.name
+)
+def test_plain_shapes_read_their_definitions_samples(definition: Any, tmp_path: Path) -> None:
+    """A definition's samples read the same in bulk, and one-line samples in a released
+    shape are read in bulk when the process has been seen (its first line is fed)."""
+    head = "(APIServer pid=3) INFO 01-02 03:04:0{} [metrics.py:1] "
+    for n, sample in enumerate(definition.samples):
+        path = tmp_path / f"sample{n}.log"
+        path.write_text(sample.text + "\n")
+        _same(path)
+        if "\n" in sample.text or sample.text.startswith("("):
+            continue
+        path.write_text(head.format(1) + sample.text + "\n" + head.format(2) + sample.text + "\n")
+        _same(path)
+    one_line = [s.text for s in definition.samples if "\n" not in s.text and s.text.startswith("(")]
+    access = '(APIServer pid=3) INFO:     127.0.0.1:5 - "GET /metrics HTTP/1.1" 200 OK'
+    bulk = 0
+    for n, text in enumerate(one_line):
+        path = tmp_path / f"plain{n}.log"
+        pid = text[text.index("pid=") : text.index(")")]
+        path.write_text("\n".join([text, text, access.replace("pid=3", pid)]) + "\n")
+        bulk += _same(path)["bulk_rows"]
+    assert bulk > 0, "no sample of the definition is in one of its plain shapes"

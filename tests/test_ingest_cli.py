@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import shutil
+from pathlib import Path
 
 import duckdb
 import polars as pl
