@@ -441,6 +441,23 @@ class _Walk:
         self.stretches = 0
         positions = records["_i"].to_list() if len(records) else []
         self.rec_pos = {i: j for j, i in enumerate(positions)}
+        # Per line: its process as a number, and its record's table as a number.
+        self.key_of = (
+            frame.select(
+                pl.concat_str([pl.col("_proc"), pl.col("_pid").cast(pl.String)], separator=" ")
+                .rank("dense")
+                .fill_null(0)
+                .cast(pl.Int64)
+            )
+            .to_series()
+            .to_numpy()
+        )
+        table_list = records["_table"].to_list() if len(records) else []
+        self.table_names = sorted(set(table_list))
+        self.table_of = np.zeros(len(kind), np.int64)
+        if positions:
+            codes = {t: c for c, t in enumerate(self.table_names)}
+            self.table_of[np.asarray(positions)] = [codes[t] for t in table_list]
         self.rec_table = records["_table"].to_list() if len(records) else []
         self.rec_engine = (
             records["engine"].to_list()
@@ -505,19 +522,30 @@ class _Walk:
         counts: dict[str, int] = {}
         last: dict[tuple[Any, Any], tuple[str, Any]] = {}
         server = None
-        for i in rec_idx.tolist():
-            p = self.rec_pos[i]
-            table = self.rec_table[p]
-            counts[table] = counts.get(table, 0) + 1
-            key = (self.procs[i], self.pids[i])
-            if key not in last:
+        if len(rec_idx):
+            tables = self.table_of[rec_idx]
+            for code, n in enumerate(np.bincount(tables, minlength=len(self.table_names))):
+                if n:
+                    counts[self.table_names[code]] = int(n)
+            # Per process: its first record looks at what the parser had; its last is kept.
+            keys = self.key_of[rec_idx]
+            _, firsts = np.unique(keys, return_index=True)
+            _, from_end = np.unique(keys[::-1], return_index=True)
+            lasts = len(keys) - 1 - from_end
+            for first, final in zip(firsts.tolist(), lasts.tolist(), strict=True):
+                i, j = int(rec_idx[first]), int(rec_idx[final])
+                key = (self.procs[i], self.pids[i])
                 before = run.last_record.get(key)
                 if before is not None:
                     self.seeds.append(
                         (sid, key[0], key[1], before[0], before[1].get("engine"), before[1]["line"])
                     )
-            last[key] = (table, BulkRow(line=self.base + i + 1, engine=self.rec_engine[p]))
-            server = server or self.rec_server[p]
+                p = self.rec_pos[j]
+                last[key] = (
+                    self.rec_table[p],
+                    BulkRow(line=self.base + j + 1, engine=self.rec_engine[p]),
+                )
+            server = self.rec_server[self.rec_pos[int(rec_idx[0])]]
         last_seen = None
         for i in env_idx[::-1].tolist():
             if self.months[i] is not None:
