@@ -174,7 +174,6 @@ class _Prepared:
     text: pl.Series
     frame: pl.DataFrame  # the log header's parts, per line
     kind: np.ndarray
-    open_record: np.ndarray
     records: pl.DataFrame
 
 
@@ -196,21 +195,21 @@ class _BulkReader:
         frame = self._classify(text)
         kind = frame["_kind"].to_numpy()
         records = self._records(frame)
-        # Record lines that may go on (no terminal field): a line with no header after
-        # one would be offered to it, so that line is read by the parser.
-        open_record = frame["_open"].to_numpy()
-        after_open = np.zeros(len(text), bool)
-        after_open[1:] = open_record[:-1] & (kind[1:] == QUIET)
-        kind = np.where(after_open, SLOW, kind)
+        # After a record the line parser holds it until the next line shows it ended, so a
+        # line it would otherwise pass over is read then (offered to an open record, or
+        # held as the start of a wrapped one): such lines go to the parser.
+        after_record = np.zeros(len(text), bool)
+        after_record[1:] = (kind[:-1] == RECORD) & (kind[1:] == QUIET)
+        kind = np.where(after_record, SLOW, kind)
         frame = frame.select("_proc", "_pid", "_level", "_month", "_day", "_time", "_year")
-        return _Prepared(text, frame, kind, open_record, records)
+        return _Prepared(text, frame, kind, records)
 
     def walk(self, prepared: _Prepared | None, base: int) -> int:
         if prepared is None:
             return base
         self._walk(prepared, base)
         detach(self.parser)
-        self.stage.flush(self.parser.tables, self.frames)
+        self.stage.flush(self.parser.tables, self.frames, keep_from=self.parser.open_line())
         self.frames = {}
         return base + len(prepared.text)
 
@@ -283,15 +282,7 @@ class _BulkReader:
             .then(pl.lit(QUIET, pl.Int8))
             .otherwise(pl.lit(SLOW, pl.Int8))
         )
-        closed = pl.lit(False)
-        for i, shape in enumerate(plan.shapes):
-            terminal = shape.definition.terminal
-            if terminal is not None and "Avg Draft acceptance rate" in shape.pattern:
-                closed = closed | (pl.col("_shape") == i)
-        return df.with_columns(
-            kind.alias("_kind"),
-            (pl.col("_shape").is_not_null() & ~closed).alias("_open"),
-        )
+        return df.with_columns(kind.alias("_kind"))
 
     def _records(self, frame: pl.DataFrame) -> pl.DataFrame:
         """Every plain record of the block as a row of its table's columns (line numbers
@@ -424,7 +415,6 @@ class _Walk:
     def __init__(self, reader: _BulkReader, p: _Prepared, base: int) -> None:
         self.parser = reader.parser
         self.text, self.kind, self.base = p.text, p.kind, base
-        self.open_record = p.open_record
         frame, kind, records = p.frame, p.kind, p.records
         self.has_env = kind >= ENVELOPE
         self.procs = frame["_proc"].to_list()
@@ -480,9 +470,11 @@ class _Walk:
     def stretch(self, a: int, b: int) -> None:
         """Lines ``a`` to ``b`` (exclusive), none of which the parser must see by itself."""
         parser = self.parser
-        tail = bool(self.open_record[b - 1])
+        # A record that ends a stretch is fed: the line after it meets it held (it may
+        # continue it, or be held itself), as it would reading line by line.
+        tail = bool(self.kind[b - 1] == RECORD)
         if tail:
-            b -= 1  # a record that may go on: fed, so that the next line can end it
+            b -= 1
         while a < b:
             while a < b and not parser.quiet:
                 self._feed_one(a, b)

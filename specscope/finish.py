@@ -152,23 +152,37 @@ class Stage:
     years: _Years = field(default_factory=_Years)
     flushes: int = 0
     bulk_rows: int = 0  # of them, rows read in bulk
+    _waiting: dict[str, pl.DataFrame] = field(default_factory=dict)
     _tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def flush(
         self,
         rows: Mapping[str, list[Row]],
         frames: Mapping[str, list[pl.DataFrame]] | None = None,
+        *,
+        keep_from: int | None = None,
     ) -> None:
-        """Take the rows made so far (emptying the lists) and the frames read in bulk."""
+        """Take the rows made so far (emptying the lists) and the frames read in bulk.
+        Rows from line ``keep_from`` on wait for the next flush: the parser may still make
+        more rows of that line (records glued on it), and a line's rows go out together."""
         tables = {}
         for table in RECORD_TABLES:
             parts = [_conform(f, table) for f in (frames or {}).get(table, ())]
             self.bulk_rows += sum(len(p) for p in parts)
+            if table in self._waiting:
+                parts.insert(0, self._waiting.pop(table))
             if rows.get(table):
                 parts.append(_dict_rows(rows[table], table))
                 rows[table].clear()
             if parts:
-                tables[table] = pl.concat(parts).sort("line", maintain_order=True)
+                frame = pl.concat(parts).sort("line", maintain_order=True)
+                if keep_from is not None:
+                    later = frame.filter(pl.col("line") >= keep_from)
+                    if len(later):
+                        self._waiting[table] = later
+                        frame = frame.filter(pl.col("line") < keep_from)
+                if len(frame):
+                    tables[table] = frame
         if not tables:
             return
         # Years are read across tables: every row in log order, a line's rows in table order.

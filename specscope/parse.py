@@ -544,6 +544,15 @@ class LineParser:
             and self._config_pending is None
         )
 
+    def open_line(self) -> int | None:
+        """The first line of what is still held (a record, a wrapped line, a block, a
+        config), whose rows are yet to come; None when nothing is."""
+        held = (self._pending, self._block, self._config_pending)
+        lines = [h.line for h in held if h is not None]
+        if self._held is not None:
+            lines.append(self._held[0])
+        return min(lines, default=None)
+
     def close_record(self) -> None:
         """End a record that may still go on, when the next line is known to start with a
         log header of its own (so it would end the record the same way)."""

@@ -234,3 +234,68 @@ def test_plain_shapes_read_their_definitions_samples(definition: Any, tmp_path: 
         path.write_text("\n".join([text, text, access.replace("pid=3", pid)]) + "\n")
         bulk += _same(path)["bulk_rows"]
     assert bulk > 0, "no sample of the definition is in one of its plain shapes"
+
+
+# -- differential fuzz: plain lines, bent the ways logs bend them --------------------------
+
+_HEADS = [
+    "(APIServer pid=11) INFO 03-04 05:06:{s:02d} [metrics.py:87] ",
+    "(APIServer pid=11) INFO 03-04 05:06:{s:02d} [loggers.py:123] ",
+    "(EngineCore_DP0 pid=12) INFO 03-04 05:06:{s:02d} [core.py:1] ",
+    "(APIServer pid=13) WARNING 12-31 23:59:{s:02d} [metrics.py:87] ",
+    "(APIServer pid=11) ",
+]
+_MESSAGES = [
+    "SpecDecoding metrics: Mean acceptance length: 2.46, Accepted throughput: 1.88 tokens/s, "
+    "Drafted throughput: 2.58 tokens/s, Accepted: 19 tokens, Drafted: 26 tokens, "
+    "Per-position acceptance rate: 1.000, 0.462, Avg Draft acceptance rate: 73.1%",
+    "SpecDecoding metrics: Draft acceptance rate: 28.4%, Mean acceptance length: 2.14, "
+    "Accepted: 42 tokens, Drafted: 148 tokens, Per-position acceptance rate: 0.676, 0.243",
+    "SpecDecoding metrics: Draft acceptance rate: 50.0%, Accepted: 4 tokens, Drafted: 8 tokens",
+    "Engine 000: Avg prompt throughput: 2.8 tokens/s, Avg generation throughput: 2130.8 "
+    "tokens/s, Running: 3 reqs, Waiting: 85 reqs, GPU KV cache usage: 24.4%, Prefix cache "
+    "hit rate: 87.0%",
+    "Engine 001: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 9.0 tokens/s, "
+    "Running: 1 reqs, Waiting: 0 reqs, Preemptions: 2, GPU KV cache usage: 1.0%",
+    'INFO:     127.0.0.1:5 - "GET /metrics HTTP/1.1" 200 OK',
+    "Added request cmpl-1.",
+    "non-default args: {'model': 'Qwen/Qwen3-8B', 'speculative_config': {'method': 'eagle3', "
+    "'num_speculative_tokens': 3}}",
+    "vLLM API server version 0.10.2",
+]
+_BENDS = [
+    lambda rng, t: t,
+    lambda rng, t: t,
+    lambda rng, t: t[: rng.randrange(len(t))],  # cut off
+    lambda rng, t: (lambda i: t[:i] + "\n" + t[i:])(rng.randrange(len(t))),  # wrapped
+    lambda rng, t: t.replace(", ", ",  ", 1),
+    lambda rng, t: t.replace("2", "nan", 1),
+    lambda rng, t: "\x1b[1;36m" + t.replace(") ", ")\x1b[0;0m ", 1),
+    lambda rng, t: "2026-01-02T03:04:05.678Z " + t,
+    lambda rng, t: "vllm-1  | " + t,
+    lambda rng, t: t + " ",
+    lambda rng, t: t + "\r",
+    lambda rng, t: "> " + t,
+    lambda rng, t: t.replace("pid=11", "pid=99"),
+    lambda rng, t: t.replace("INFO", "INFO ", 1),
+    lambda rng, t: t.replace(" tokens", "tokens", 1),
+    lambda rng, t: t.replace("%", "%, Extra: 1", 1),
+]
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_bent_plain_lines_read_the_same_in_bulk(seed: int, tmp_path: Path) -> None:
+    """Lines the bulk reader takes, and the same lines cut, wrapped, glued, coloured,
+    prefixed, given another pid or an extra field, in random order: both readers agree."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(rng.randrange(5, 60)):
+        text = rng.choice(_HEADS).format(s=i % 60) + rng.choice(_MESSAGES)
+        if rng.random() < 0.3:
+            text = rng.choice(_BENDS)(rng, text)
+        if rng.random() < 0.05 and lines:
+            text = lines.pop() + " " + text  # glued onto the line before
+        lines.append(text)
+    path = tmp_path / "bent.log"
+    path.write_text("\n".join(lines) + "\n")
+    _same(path, block_bytes=rng.choice([300, 2000, 1 << 20]))
