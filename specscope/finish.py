@@ -256,7 +256,13 @@ class Finished:
         only the steps that need nothing else)."""
         steps = self.columns[table]
         if columns is not None:
-            steps = [s for s in steps if set(s.meta.root_names()) <= set(columns)]
+            # The steps that need only these columns (or what an earlier step made).
+            have, kept = set(columns), []
+            for step in steps:
+                if set(step.meta.root_names()) <= have:
+                    kept.append(step)
+                    have.add(step.meta.output_name())
+            steps = kept
         for part in self.stage.parts.get(table, []):
             if isinstance(part, pl.DataFrame):
                 frame = part if columns is None else part.select(columns)
@@ -307,7 +313,7 @@ def finish(
         columns[table] = steps
     done = Finished(stage, [], dict(stage.counts), first, basis, columns)
     spans = _Folded(lambda f: f.group_by("_run").agg(pl.col("first").min(), pl.col("last").max()))
-    ks = _Folded(lambda f: f.group_by("_run", "k").agg(pl.col("len").sum(), pl.col("line").min()))
+    ks = _Folded(lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum()))
     sums = _Folded(lambda f: f.group_by("_run").agg(pl.all().sum()))
     positions = _Folded(
         lambda f: f.group_by("_run", "position").agg(pl.col("count").sum(), pl.col("drafts").sum())
@@ -322,8 +328,8 @@ def finish(
             if table == "spec_decode":
                 ks.add(
                     frame.filter(pl.col("k").is_not_null() & pl.col("_dt"))
-                    .group_by("_run", "k")
-                    .agg(pl.len(), pl.col("line").min())
+                    .group_by("_run", "k", maintain_order=True)
+                    .agg(pl.len())
                 )
                 sums.add(frame.group_by("_run").agg(*_PARTIAL_SUMS))
                 positions.add(_position_sums(frame))
@@ -337,10 +343,10 @@ def finish(
         # The most common k of a run's records; the first seen among equals (Counter's way).
         top = (
             pl.concat(ks)
-            .group_by("_run", "k")
-            .agg(pl.col("len").sum(), pl.col("line").min())
-            .sort(["_run", "len", "line"], descending=[False, True, False])
-            .unique("_run", keep="first")
+            .group_by("_run", "k", maintain_order=True)
+            .agg(pl.col("len").sum())
+            .sort(["_run", "len"], descending=[False, True], maintain_order=True)
+            .unique("_run", keep="first", maintain_order=True)
         )
         common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
     done.acceptance = _acceptance(sums, positions)

@@ -280,6 +280,20 @@ _BENDS = [
     lambda rng, t: t.replace("INFO", "INFO ", 1),
     lambda rng, t: t.replace(" tokens", "tokens", 1),
     lambda rng, t: t.replace("%", "%, Extra: 1", 1),
+    lambda rng, t: t.replace(":0", ":0,123", 1),  # milliseconds in the header
+    lambda rng, t: t.replace(") ", ")", 1),
+    lambda rng, t: t.replace("(APIServer", "(VllmWorker rank=0", 1),
+    lambda rng, t: '{"log": "' + t.replace('"', '\\"') + '\\n", "time": "2024-05-06T07:08:09Z"}',
+    lambda rng, t: "[pod/vllm-0/vllm] " + t,
+    lambda rng, t: "```\n" + t + "\n```",
+    lambda rng, t: t[: len(t) // 2] + "\n" + t[len(t) // 2 :] if len(t) > 2 else t,
+    lambda rng, t: t.replace(" ", "  ", 1),
+    lambda rng, t: t.replace("SpecDecoding", "Spec" + "\n" + "Decoding", 1),
+    lambda rng, t: t.replace("0.", "0\uff0c", 1),
+    lambda rng, t: t + "\n" + t.split("] ", 1)[-1],  # the message again without a header
+    lambda rng, t: "0.123, 0.456",
+    lambda rng, t: "INFO 03-04 05:06:07 [metrics.py:1] " + t.split("] ", 1)[-1],
+    lambda rng, t: t.replace("Engine 000", "2 Engines Aggregated", 1),
 ]
 
 
@@ -299,3 +313,25 @@ def test_bent_plain_lines_read_the_same_in_bulk(seed: int, tmp_path: Path) -> No
     path = tmp_path / "bent.log"
     path.write_text("\n".join(lines) + "\n")
     _same(path, block_bytes=rng.choice([300, 2000, 1 << 20]))
+
+
+def test_a_run_summary_counts_drafts_that_only_the_config_tells(tmp_path: Path) -> None:
+    """0.8.3-0.8.4 lines print no per-position list: drafts come from k in the run's
+    config, and the summary's mean acceptance length is 1 + accepted / drafts."""
+    from specscope import ingest
+
+    head = "(APIServer pid=7) INFO 01-02 03:04:{:02d} [metrics.py:1] "
+    lines = [
+        head.format(0) + "non-default args: {'model': 'm', 'speculative_config': "
+        "{'method': 'eagle', 'num_speculative_tokens': 2}}"
+    ]
+    lines += [
+        head.format(i) + "SpecDecoding metrics: Draft acceptance rate: 50.0%, "
+        "Accepted: 10 tokens, Drafted: 20 tokens"
+        for i in range(1, 5)
+    ]
+    path = tmp_path / "b.log"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = ingest(path, store=tmp_path / "s").sources[0].runs
+    assert run.k == 2 and run.drafts == 40
+    assert run.mean_acceptance_length == pytest.approx(1 + 40 / 40)
