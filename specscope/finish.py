@@ -12,6 +12,7 @@ known at the end, when ``finish`` turns the stage into lazy frames of store colu
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -153,6 +154,7 @@ class Stage:
     flushes: int = 0
     bulk_rows: int = 0  # of them, rows read in bulk
     _waiting: dict[str, pl.DataFrame] = field(default_factory=dict)
+    _made: bool = False  # the directory, by this stage
     _tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def flush(
@@ -209,6 +211,9 @@ class Stage:
         if self.directory is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="specscope-stage-")
             self.directory = Path(self._tmp.name)
+        if not self._made:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._made = True
         path = self.directory / f"{table}-{self.flushes:06d}.parquet"
         frame.write_parquet(path, compression="lz4", statistics=False)
         return path
@@ -223,6 +228,9 @@ class Stage:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+        elif self._made and self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        self._made = False
 
 
 def detach(parser: LineParser) -> None:

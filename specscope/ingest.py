@@ -221,7 +221,7 @@ def _ingest_one(
         return report, None
     previous = _grown_from(src, absolute, known)
     source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
-    stage = Stage()
+    stage = Stage(writer.stage_path())
     try:
         told = None
         if progress is not None:

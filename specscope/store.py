@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -32,6 +33,7 @@ from specscope.errors import StoreError
 from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES
 
 MANIFEST = "specscope.json"
+STAGE = "stage"  # rows on their way in, during an ingest
 LOCK = ".lock"
 DEFAULT_STORE = "specscope-data"
 _LOCK_WAIT_S = 30.0
@@ -183,13 +185,18 @@ class Store:
                     time.sleep(0.1)
             self._remove_uncommitted()
             w = StoreWriter(self)
-            yield w
-            w.commit()
-            self._remove_superseded()
+            try:
+                yield w
+                w.commit()
+                self._remove_superseded()
+            finally:
+                shutil.rmtree(self.path / STAGE, ignore_errors=True)
         finally:
             os.close(fd)
 
     def _remove_uncommitted(self) -> None:
+        # Stage files of an ingest that was killed before it could remove them.
+        shutil.rmtree(self.path / STAGE, ignore_errors=True)
         committed = self._committed()
         for table in TABLES:
             root = self.path / table
@@ -231,6 +238,7 @@ class StoreWriter:
         self.ingest_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + uuid.uuid4().hex[:6]
         self.written: list[Path] = []
         self.sources: list[str] = []
+        self._stages = 0
 
     @contextlib.contextmanager
     def _atomic(self, dest: Path) -> Iterator[Path]:
@@ -269,6 +277,12 @@ class StoreWriter:
         self._write(table, dest)
         self.sources.append(source_id)
         return len(rows)
+
+    def stage_path(self) -> Path:
+        """A folder for an ingest's rows on their way to the store (``finish.Stage``); the
+        next writer removes what a killed one left there."""
+        self._stages += 1
+        return self.store.path / STAGE / f"{self.ingest_id}-{self._stages}"
 
     def mark(self) -> tuple[int, int]:
         """Where the writer is, to roll back to when one source fails half way."""

@@ -294,3 +294,17 @@ def test_fuzz_findings_stay_fixed(line, said):
         assert row["accepted_tokens"] is None or 0 <= row["accepted_tokens"] < 2**53
         for count in row.get("accepted_per_pos") or []:
             assert count is None or 0 <= count < 2**53
+
+
+def test_stage_files_do_not_outlive_an_ingest(cli, tmp_path):
+    """Rows go through `stage/` inside the store on their way in; it is gone after an
+    ingest, and what a killed ingest left there is removed by the next one."""
+    store = tmp_path / "store"
+    assert cli("ingest", INT4, "--store", store).status == 0
+    assert not (store / "stage").exists()
+    left = store / "stage" / "20260101T000000abcdef-1"
+    left.mkdir(parents=True)
+    (left / "spec_decode-000000.parquet").write_bytes(b"PAR1 half written")
+    assert cli("ingest", SEEDS / "002_2dcac71f91935498.txt", "--store", store).status == 0
+    assert not (store / "stage").exists()
+    assert cli("runs", "--store", store).status == 0
