@@ -130,6 +130,19 @@ _NOT_READ = (
     "mm_cache_hit_rate",
     "cpu_prefix_cache_hit_rate",
     "cpu_kv_cache_usage",
+    "emitted_tokens",
+    "system_efficiency",
+    "counts",
+    "reported_rate",
+    "partial",
+    "engines_aggregated",
+    "deferred_reqs",
+    "swapped_reqs",
+    "preemptions",
+    "corrupted_reqs",
+    "kv_cache_device",
+    "mean_ttft_ms",
+    "mean_itl_ms",
 )
 
 
