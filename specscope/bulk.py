@@ -397,16 +397,12 @@ class _BulkReader:
                 and c != "_pid"
                 and (table == "spec_decode" or c != "stats_line")
             )
-            rows = rows.select(c for c in rows.columns if not rows[c].is_null().all() or c in _KEEP)
             self.frames.setdefault(str(table), []).append(rows)
 
     def finish(self) -> ParseResult:
         result = self.parser.finish()
         self.stage.flush(result.tables, self.frames)
         return result
-
-
-_KEEP = ("line", "end_line", "format", "_run", "_month", "_day", "_time", "_year")
 
 
 class _Walk:
@@ -417,13 +413,9 @@ class _Walk:
         self.text, self.kind, self.base = p.text, p.kind, base
         frame, kind, records = p.frame, p.kind, p.records
         self.has_env = kind >= ENVELOPE
-        self.procs = frame["_proc"].to_list()
-        self.pids = frame["_pid"].to_list()
-        self.levels = frame["_level"].to_list()
-        self.months = frame["_month"].to_list()
-        self.days = frame["_day"].to_list()
-        self.times = frame["_time"].to_list()
-        self.years = frame["_year"].to_list()
+        # The header's parts are read for a few lines per stretch: by index, not as lists.
+        self.header = frame
+        self.dated = frame["_month"].is_not_null().to_numpy()
         n = len(kind)
         self.run_of = np.zeros(n, np.int64)  # the run a bulk record went to (0: fed)
         self.stretch_of = np.full(n, -1, np.int64)
@@ -459,6 +451,9 @@ class _Walk:
             [servers.get(f) for f in records["format"].to_list()] if len(records) else []
         )
 
+    def _process(self, i: int) -> tuple[str, int]:
+        return self.header["_proc"][i], self.header["_pid"][i]
+
     def feed(self, i: int, line_text: str) -> None:
         self.parser.feed(self.base + i + 1, line_text)
 
@@ -483,13 +478,10 @@ class _Walk:
                 break
             # The first line of a process that is not the run's own is fed: it may start a run.
             j = b
-            seen: set[tuple[str, int]] = set()
-            for i in (np.flatnonzero(self.has_env[a:b]) + a).tolist():
-                key = (self.procs[i], self.pids[i])
-                if key in seen:
-                    continue
-                seen.add(key)
-                if not parser.steady(*key):
+            env_idx = np.flatnonzero(self.has_env[a:b]) + a
+            _, first = np.unique(self.key_of[env_idx], return_index=True)
+            for i in sorted(env_idx[first].tolist()):
+                if not parser.steady(*self._process(i)):
                     j = i
                     break
             if j > a:
@@ -526,7 +518,7 @@ class _Walk:
             lasts = len(keys) - 1 - from_end
             for first, final in zip(firsts.tolist(), lasts.tolist(), strict=True):
                 i, j = int(rec_idx[first]), int(rec_idx[final])
-                key = (self.procs[i], self.pids[i])
+                key = self._process(i)
                 before = run.last_record.get(key)
                 if before is not None:
                     self.seeds.append(
@@ -539,18 +531,18 @@ class _Walk:
                 )
             server = self.rec_server[self.rec_pos[int(rec_idx[0])]]
         last_seen = None
-        for i in env_idx[::-1].tolist():
-            if self.months[i] is not None:
-                last_seen = Envelope(
-                    proc=self.procs[i],
-                    pid=self.pids[i],
-                    level=self.levels[i],
-                    month=int(self.months[i]),
-                    day=int(self.days[i]),
-                    time=self.times[i],
-                    year=self.years[i],
-                )
-                break
+        dated = env_idx[self.dated[env_idx]]
+        if len(dated):
+            proc, pid, level, month, day, clock, year = self.header.row(int(dated[-1]))
+            last_seen = Envelope(
+                proc=proc,
+                pid=pid,
+                level=level,
+                month=int(month),
+                day=int(day),
+                time=clock,
+                year=year,
+            )
         ordinal = parser.take_bulk(
             last_line=self.base + b,
             envelope_line=self.base + int(env_idx[-1]) + 1 if len(env_idx) else None,

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
-from specscope.schema import CONFIG_COLUMNS, TABLES
+from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
 
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
 _INTERNAL = {
@@ -548,6 +548,24 @@ def _patch(row: BulkRow) -> list[pl.Expr]:
     ]
 
 
+def _fit(column: str, value: Any) -> Any:
+    """A config value as its column holds it, or None when it is not one (a dict cut off
+    in a paste can give ``'model': 0.123``)."""
+    kind = RUNS.field(column).type
+    if value is None:
+        return None
+    if pa.types.is_string(kind):
+        return value if isinstance(value, str) else None
+    if pa.types.is_boolean(kind):
+        return value if isinstance(value, bool) else None
+    if pa.types.is_integer(kind):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        whole = float(value).is_integer() and abs(value) < 2 ** (kind.bit_width - 1)
+        return int(value) if whole else None
+    return value
+
+
 def _run_row(
     run: Run,
     span: tuple[Any, Any],
@@ -557,7 +575,7 @@ def _run_row(
     user: Mapping[str, Any],
 ) -> dict[str, Any]:
     config = {k: v for k, v in run.config.items() if not k.startswith("_")}
-    row: dict[str, Any] = {c: config.get(c) for c in CONFIG_COLUMNS}
+    row: dict[str, Any] = {c: _fit(c, config.get(c)) for c in CONFIG_COLUMNS}
     if row["k"] is None:
         row["k"] = common_k
     if row["quantization"] is not None:

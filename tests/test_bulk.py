@@ -335,3 +335,22 @@ def test_a_run_summary_counts_drafts_that_only_the_config_tells(tmp_path: Path) 
     (run,) = ingest(path, store=tmp_path / "s").sources[0].runs
     assert run.k == 2 and run.drafts == 40
     assert run.mean_acceptance_length == pytest.approx(1 + 40 / 40)
+
+
+def test_a_config_dict_cut_off_gives_no_value_of_the_wrong_type(tmp_path: Path) -> None:
+    """`{'model':` at a line's end and numbers on the next (found by the fuzz above): the
+    run's model is unknown, not 0.123, and the ingest stores the run."""
+    from specscope import ingest, open_store
+
+    head = "(APIServer pid=7) INFO 01-02 03:04:{:02d} [metrics.py:1] "
+    lines = [
+        head.format(0) + "non-default args: {'model':",
+        "0.123, 0.456",
+        head.format(1) + "SpecDecoding metrics: Draft acceptance rate: 50.0%, "
+        "Accepted: 10 tokens, Drafted: 20 tokens",
+    ]
+    path = tmp_path / "cut.log"
+    path.write_text("\n".join(lines) + "\n")
+    ingest(path, store=tmp_path / "s").raise_for_errors()
+    runs = open_store(tmp_path / "s").runs.collect()
+    assert runs["model"].to_list() == [None]
