@@ -85,7 +85,7 @@ class BulkGrammar:
             for s in d.plain
         ]
         self.literals = list(grammar.literals)
-        prefixes = sorted(grammar._prefixes, key=len, reverse=True)
+        prefixes = sorted(grammar.literal_prefixes, key=len, reverse=True)
         self.ends_in_literal = (
             "(?:" + "|".join(_escape(p) for p in prefixes) + ")$" if prefixes else None
         )
@@ -278,7 +278,7 @@ class _BulkReader:
             .then(pl.lit(RECORD, pl.Int8))
             .when(body.is_not_null() & ok_line & quiet_body)
             .then(pl.lit(ENVELOPE, pl.Int8))
-            .when(pl.col("text").is_not_null() & pl.col("_no_literal") & ok_line)
+            .when(pl.col("_no_literal") & ok_line)
             .then(pl.lit(QUIET, pl.Int8))
             .otherwise(pl.lit(SLOW, pl.Int8))
         )
@@ -390,12 +390,11 @@ class _BulkReader:
             .alias("stats_line"),
         )
         for (table,), rows in taken.partition_by("_table", as_dict=True).items():
+            scratch = {"_i", "_stretch", "_table", "_proc", "_pid"}
+            if table != "spec_decode":
+                scratch.add("stats_line")
             rows = rows.select(
-                c
-                for c in rows.columns
-                if not c.startswith(("_prev", "_seed", "_i", "_stretch", "_table", "_proc"))
-                and c != "_pid"
-                and (table == "spec_decode" or c != "stats_line")
+                c for c in rows.columns if c not in scratch and not c.startswith(("_prev", "_seed"))
             )
             self.frames.setdefault(str(table), []).append(rows)
 
@@ -440,7 +439,7 @@ class _Walk:
         if positions:
             codes = {t: c for c, t in enumerate(self.table_names)}
             self.table_of[np.asarray(positions)] = [codes[t] for t in table_list]
-        self.rec_table = records["_table"].to_list() if len(records) else []
+        self.rec_table = table_list
         self.rec_engine = (
             records["engine"].to_list()
             if len(records) and "engine" in records.columns
@@ -545,7 +544,7 @@ class _Walk:
             )
         ordinal = parser.take_bulk(
             last_line=self.base + b,
-            envelope_line=self.base + int(env_idx[-1]) + 1 if len(env_idx) else None,
+            envelope_line=self.base + int(env_idx[-1]) + 1,
             last_seen=last_seen,
             counts=counts,
             last_records=last,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -143,11 +142,10 @@ class _Years:
 
 @dataclass
 class Stage:
-    """Rows out of the parser, table by table, in log order: on disk under ``directory``
-    (a temporary one when not given), or in memory with ``in_memory=True``."""
+    """Rows out of the parser, table by table, in log order: in Parquet files under
+    ``directory`` (removed by ``close``), or in memory without one (small inputs)."""
 
     directory: Path | None = None
-    in_memory: bool = False
     parts: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     years: _Years = field(default_factory=_Years)
@@ -155,7 +153,6 @@ class Stage:
     bulk_rows: int = 0  # of them, rows read in bulk
     _waiting: dict[str, pl.DataFrame] = field(default_factory=dict)
     _made: bool = False  # the directory, by this stage
-    _tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def flush(
         self,
@@ -206,11 +203,8 @@ class Stage:
         self.flushes += 1
 
     def _keep(self, table: str, frame: pl.DataFrame) -> pl.DataFrame | Path:
-        if self.in_memory:
-            return frame
         if self.directory is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="specscope-stage-")
-            self.directory = Path(self._tmp.name)
+            return frame
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
@@ -225,10 +219,7 @@ class Stage:
         return pl.concat([empty, *frames]) if frames else empty
 
     def close(self) -> None:
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-        elif self._made and self.directory is not None:
+        if self._made and self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
         self._made = False
 
@@ -341,23 +332,17 @@ def finish(
                 )
                 sums.add(frame.group_by("_run").agg(*_PARTIAL_SUMS))
                 positions.add(_position_sums(frame))
-    spans, ks, sums, positions = spans.parts, ks.parts, sums.parts, positions.parts
-    span_of: dict[int, tuple[Any, Any]] = {}
+    span_of = {r["_run"]: (r["first"], r["last"]) for r in spans.total().iter_rows(named=True)}
     common_k: dict[int, Any] = {}
-    if spans:
-        merged = pl.concat(spans).group_by("_run").agg(pl.col("first").min(), pl.col("last").max())
-        span_of = {r["_run"]: (r["first"], r["last"]) for r in merged.iter_rows(named=True)}
-    if ks:
+    if ks.parts:
         # The most common k of a run's records; the first seen among equals (Counter's way).
         top = (
-            pl.concat(ks)
-            .group_by("_run", "k", maintain_order=True)
-            .agg(pl.col("len").sum())
+            ks.total()
             .sort(["_run", "len"], descending=[False, True], maintain_order=True)
             .unique("_run", keep="first", maintain_order=True)
         )
         common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
-    done.acceptance = _acceptance(sums, positions)
+    done.acceptance = _acceptance(sums.total(), positions.total())
     done.runs = [
         _run_row(
             run,
@@ -416,22 +401,14 @@ def _position_sums(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _acceptance(
-    sums: list[pl.DataFrame], positions: list[pl.DataFrame]
-) -> dict[int, dict[str, Any]]:
+def _acceptance(total: pl.DataFrame, positions: pl.DataFrame) -> dict[int, dict[str, Any]]:
     """A run's acceptance from its summed counts (never a mean of interval ratios)."""
-    if not sums:
+    if total.is_empty():
         return {}
-    total = pl.concat(sums).group_by("_run").agg(pl.all().sum())
     curves: dict[int, list[float | None]] = {}
-    if positions:
+    if not positions.is_empty():
         for run, rows in (
-            pl.concat(positions)
-            .group_by("_run", "position")
-            .agg(pl.col("count").sum(), pl.col("drafts").sum())
-            .sort("_run", "position")
-            .partition_by("_run", as_dict=True)
-            .items()
+            positions.sort("_run", "position").partition_by("_run", as_dict=True).items()
         ):
             curves[run[0]] = [
                 c / d if d > 0 else None
@@ -472,7 +449,10 @@ class _Folded:
     def add(self, frame: pl.DataFrame) -> None:
         self.parts.append(frame)
         if len(self.parts) >= 64:
-            self.parts = [self.fold(pl.concat(self.parts))]
+            self.parts = [self.total()]
+
+    def total(self) -> pl.DataFrame:
+        return self.fold(pl.concat(self.parts)) if self.parts else pl.DataFrame()
 
 
 def _timestamp(first: int | None) -> pl.Expr:

@@ -329,7 +329,7 @@ def frames(
     user: dict[str, Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """A parse result as the store's tables would hold it, without a store (for `watch`)."""
-    stage = Stage(in_memory=True)
+    stage = Stage()  # in memory: what `watch` has read so far
     stage.flush({table: list(rows) for table, rows in result.tables.items()})  # watch keeps its own
     done = finish(
         result,

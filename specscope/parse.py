@@ -157,10 +157,10 @@ class Grammar:
         self.definitions = defs
         # Proper prefixes of the literals (one letter only for capitals: words end in
         # small letters all the time).
-        self._prefixes = {
+        self.literal_prefixes = {
             lit[:j] for lit in self.literals for j in range(1 if lit[:1].isupper() else 2, len(lit))
         }
-        ordered = sorted(self._prefixes, key=len, reverse=True)
+        ordered = sorted(self.literal_prefixes, key=len, reverse=True)
         self._prefix_at_end = (
             regex.compile("(?r)(?:" + "|".join(regex.escape(p) for p in ordered) + ")$")
             if ordered
@@ -570,7 +570,7 @@ class LineParser:
         self,
         *,
         last_line: int,
-        envelope_line: int | None,
+        envelope_line: int,
         last_seen: Envelope | None,
         counts: Mapping[str, int],
         last_records: Mapping[tuple[str | None, int | None], tuple[str, Row]],
@@ -581,8 +581,7 @@ class LineParser:
         the run's ordinal, which their records take."""
         run = self._run
         assert run is not None and self.quiet
-        if envelope_line is not None:
-            run.last_line = max(run.last_line, envelope_line)
+        run.last_line = max(run.last_line, envelope_line)
         if last_seen is not None:
             run.last_seen = last_seen
         for table, n in counts.items():

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import polars as pl
-
 Stamp = tuple[int | None, int | None, int | None, str | None]  # year, month, day, HH:MM:SS
 
 
@@ -77,68 +75,8 @@ def _make(year: int, s: Stamp) -> datetime | None:
         return None
 
 
-def resolve_frame(
-    stamps: pl.DataFrame, *, year: int | None, mtime: datetime
-) -> tuple[pl.Series, int | None, str]:
-    """``resolve`` over columns: ``_year``, ``_month``, ``_day`` (integers) and ``_time``
-    (``HH:MM:SS``), rows in log order. The timestamps (ms), the first year, its basis."""
-    n = len(stamps)
-    empty = pl.Series("ts", [None] * n, pl.Datetime("ms"))
-    month = stamps["_month"]
-    if month.null_count() == n:
-        return empty, None, "none"
-    has = month.is_not_null()
-    previous = month.forward_fill().shift(1)
-    offsets = (has & ((previous - month) >= 6).fill_null(False)).cast(pl.Int64).cum_sum()
-    explicit = stamps["_year"].is_not_null()
-    if explicit.any():
-        basis = "log"
-        at = int(explicit.arg_true()[0])
-        first = int(stamps["_year"][at]) - int(offsets[at])
-    elif year is not None:
-        basis, first = "--year", year
-    else:
-        basis = "mtime"
-        last = int(has.arg_true()[-1])
-        last_year = mtime.year
-        if (int(month[last]), int(stamps["_day"][last] or 1)) > (mtime.month, mtime.day):
-            last_year -= 1
-        first = last_year - int(offsets[-1])
-    frame = pl.DataFrame(
-        {
-            "explicit": stamps["_year"].cast(pl.Int64),
-            "has": has,
-            "off": offsets,
-            "m": month.cast(pl.Int64),
-            "d": stamps["_day"].cast(pl.Int64).fill_null(1),
-            "t": stamps["_time"].fill_null("00:00:00"),
-        }
-    ).with_columns(
-        pl.coalesce(
-            "explicit",
-            pl.when("has").then("explicit").forward_fill(),
-            pl.col("off") + first,
-        ).alias("y")
-    )
-    ts = frame.select(
-        pl.when(pl.col("m").is_not_null() & pl.col("y").is_between(1, 9999))
-        .then(
-            pl.format(
-                "{}-{}-{} {}",
-                pl.col("y").cast(pl.String).str.zfill(4),
-                pl.col("m").cast(pl.String).str.zfill(2),
-                pl.col("d").cast(pl.String).str.zfill(2),
-                pl.col("t"),
-            )
-        )
-        .str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="ms")
-        .alias("ts")
-    )["ts"]
-    return ts, first, basis
-
-
 def stamp_of(row: dict[str, Any]) -> Stamp | None:
     return row.get("_ts")
 
 
-__all__ = ["resolve", "resolve_frame", "stamp_of"]
+__all__ = ["resolve", "stamp_of"]

@@ -34,7 +34,7 @@ FILES = sorted(
 
 def _read(path: Path, bulk: bool, block_bytes: int = 1 << 24) -> dict[str, Any]:
     src = open_source(str(path))
-    stage = Stage(in_memory=True)
+    stage = Stage()
     result = parse_source(src, GRAMMAR, stage, bulk=bulk, block_bytes=block_bytes)
     done = finish(
         result,
