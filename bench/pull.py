@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, default=24)
     parser.add_argument("--engines", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", help="write a cProfile of one more pull to this file")
     args = parser.parse_args(argv)
     for tool in ("prometheus", "promtool"):
         if shutil.which(tool) is None:
@@ -141,6 +142,15 @@ def main(argv: list[str] | None = None) -> int:
             report = pull(url, store=work / f"store{i}", start=start_t, end=end_t)
             pull_s.append(time.perf_counter() - t0)
         raw, pulled = min(raw_s), min(pull_s)
+        if args.profile:
+            import cProfile
+
+            cProfile.runctx(
+                "pull(url, store=work / 'profiled', start=start_t, end=end_t)",
+                globals(),
+                {"url": url, "work": work, "start_t": start_t, "end_t": end_t},
+                args.profile,
+            )
         print(
             f"{args.hours:g} h x {args.engines} engines x {K + 3} series at {STEP_S} s: "
             f"{samples:,} samples in {requests} requests; pull stored "

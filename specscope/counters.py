@@ -10,12 +10,14 @@ counts up with the drafts of the same interval.
 
 from __future__ import annotations
 
-import itertools
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
 
 Row = dict[str, Any]
 Point = tuple[float, float]  # (unix seconds, value)
@@ -75,7 +77,7 @@ SERIES_NAMES = (
 class Series:
     name: str
     labels: Mapping[str, str]
-    points: tuple[Point, ...]
+    points: Sequence[Point] | np.ndarray  # (t, value) pairs, or an (n, 2) array of them
 
 
 def canonical_name(name: str) -> str:
@@ -97,249 +99,404 @@ def target_of(labels: Mapping[str, str]) -> Target:
     return labels.get("instance"), model, engine
 
 
+def target_key(target: Target) -> str:
+    """How a target is named in a source's watermarks."""
+    return json.dumps(target)
+
+
+_EMPTY = pl.DataFrame()
+
+
 @dataclass
 class Intervals:
-    """What a batch of series gives: rows per table, run configs, and notes."""
+    """What a batch of series gives: a frame of rows per table (the store's columns, and
+    ``_instance``, ``_model``, ``_key`` naming the target, ``_t`` the sample's unix
+    time), run configs, and notes."""
 
-    spec_decode: list[Row] = field(default_factory=list)
-    engine_stats: list[Row] = field(default_factory=list)
+    spec_decode: pl.DataFrame = field(default_factory=lambda: _EMPTY)
+    engine_stats: pl.DataFrame = field(default_factory=lambda: _EMPTY)
     runs: dict[tuple[str | None, str | None], Row] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     last_sample: float | None = None  # the newest sample seen (for the watermark)
 
 
+@dataclass
+class _Samples:
+    """Every sample of a batch as one frame (``sid``, ``t``, ``v``: each series in time
+    order, a timestamp once), the changes between consecutive samples as another (``sid``,
+    ``t``, ``t0``, ``d``, ``restarted``), the series as a third (``sid``, ``name``, ``tid``,
+    ``position``), and the targets by ``tid``."""
+
+    points: pl.DataFrame
+    changes: pl.DataFrame
+    series: pl.DataFrame
+    targets: list[Target]
+    labels: list[Mapping[str, str]]
+
+    def of(self, columns: Mapping[str, str], *, changes: bool = False) -> pl.DataFrame:
+        """The samples (or changes) of the series named in ``columns``, each with the
+        column it goes to, in the order of ``columns``, then of the batch, then of time."""
+        names = list(columns)
+        chosen = self.series.filter(pl.col("name").is_in(names)).with_columns(
+            pl.col("name").replace_strict(columns, return_dtype=pl.String).alias("column"),
+            (
+                pl.col("name").replace_strict(
+                    {n: i for i, n in enumerate(names)}, return_dtype=pl.Int64
+                )
+                * len(self.labels)
+                + pl.col("sid")
+            ).alias("order"),
+        )
+        frame = self.changes if changes else self.points
+        rows = frame.join(
+            chosen.select("sid", "tid", "position", "column", "order"),
+            on="sid",
+            maintain_order="left",
+        )
+        return rows.sort("order", maintain_order=True)  # stable: time order within a series
+
+
+def _samples(series: Iterable[Series]) -> _Samples:
+    arrays, names, tids, positions = [], [], [], []
+    labels: list[Mapping[str, str]] = []
+    targets: dict[Target, int] = {}
+    for s in series:
+        labels.append(s.labels)
+        arrays.append(_in_time_order(np.asarray(s.points, dtype=np.float64).reshape(-1, 2)))
+        names.append(canonical_name(s.name))
+        target = target_of(s.labels)
+        tids.append(targets.setdefault(target, len(targets)))
+        position = s.labels.get("position")
+        positions.append(int(position) if position is not None and position.isdigit() else None)
+    lengths = np.asarray([len(a) for a in arrays], dtype=np.int64)
+    sid = np.repeat(np.arange(len(arrays), dtype=np.int64), lengths)
+    t = np.concatenate([a[:, 0] for a in arrays]) if arrays else np.empty(0)
+    v = np.concatenate([a[:, 1] for a in arrays]) if arrays else np.empty(0)
+    points = pl.DataFrame({"sid": sid, "t": t, "v": v})
+    # Between consecutive samples of a series; a lower value is a counter that started
+    # again from zero, so the new value is the interval's count.
+    follows = np.flatnonzero(sid[1:] == sid[:-1]) + 1
+    v0, v1 = v[follows - 1], v[follows]
+    restarted = v1 < v0
+    changes = pl.DataFrame(
+        {
+            "sid": sid[follows],
+            "t": t[follows],
+            "t0": t[follows - 1],
+            "d": np.where(restarted, v1, v1 - v0),
+            "restarted": restarted,
+        }
+    )
+    meta = pl.DataFrame(
+        {"sid": range(len(names)), "name": names, "tid": tids, "position": positions},
+        schema={"sid": pl.Int64, "name": pl.String, "tid": pl.Int64, "position": pl.Int64},
+    )
+    return _Samples(points, changes, meta, list(targets), labels)
+
+
+def _in_time_order(points: np.ndarray) -> np.ndarray:
+    """The samples by time, a timestamp seen twice once (with its last value)."""
+    if len(points) < 2 or bool(np.all(points[1:, 0] > points[:-1, 0])):
+        return points
+    by_time = dict(zip(points[:, 0].tolist(), points[:, 1].tolist(), strict=True))
+    return np.asarray(sorted(by_time.items()), dtype=np.float64).reshape(-1, 2)
+
+
 def deltas(points: Iterable[Point]) -> list[tuple[float, float, float, bool]]:
     """``(t, delta, t_before, restarted)`` between consecutive samples, reset-aware:
     a value lower than the one before is a counter that started again."""
-    out = []
-    ordered = sorted(dict(points).items())  # a duplicate timestamp counts once
-    for (t0, v0), (t1, v1) in itertools.pairwise(ordered):
-        restarted = v1 < v0
-        out.append((t1, v1 if restarted else v1 - v0, t0, restarted))
-    return out
+    frame = _samples([Series("", {}, tuple(points))]).changes
+    return list(frame.select("t", "d", "t0", "restarted").iter_rows())
 
 
-def _utc(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC).replace(tzinfo=None)
+def _count(value: pl.Expr) -> pl.Expr:
+    return value.round(0).cast(pl.Int64, strict=False)
 
 
-def _count(value: float) -> int:
-    return round(value)
+def _wide(rows: pl.DataFrame, value: str, columns: Iterable[str]) -> pl.DataFrame:
+    """One row per (target, time), a column per series name: the last series wins."""
+    wide = rows.pivot(on="column", index=["tid", "t"], values=value, aggregate_function="last")
+    return wide.with_columns(
+        pl.lit(None, pl.Float64).alias(c) for c in columns if c not in wide.columns
+    )
 
 
 def intervals(series: Iterable[Series], *, after: float | None = None) -> Intervals:
     """Interval rows for every target in ``series``; intervals ending at or before
     ``after`` (what an earlier pull stored) are left out."""
     out = Intervals()
-    by_name: dict[str, list[Series]] = defaultdict(list)
-    for s in series:
-        by_name[canonical_name(s.name)].append(s)
-        if s.points:
-            newest = max(t for t, _ in s.points)
-            out.last_sample = newest if out.last_sample is None else max(out.last_sample, newest)
-    if by_name.get(V0_ONLY) and not by_name.get("vllm:spec_decode_num_drafts_total"):
+    got = _samples(series)
+    if not got.points.is_empty():
+        out.last_sample = float(got.points["t"].max())  # type: ignore[arg-type]
+    names = set(got.series["name"].to_list())
+    if V0_ONLY in names and "vllm:spec_decode_num_drafts_total" not in names:
         out.notes.append(
             "V0 spec-decode counters skipped: V0 adds its running totals to them every few "
             "seconds, so they over-count (ingest the V0 log lines instead)"
         )
-    keep = (lambda t: True) if after is None else (lambda t: t > after)
-    _spec_rows(by_name, keep, out)
-    _stats_rows(by_name, keep, out)
-    _sglang_rows(by_name, keep, out)
-    _run_configs(by_name, out)
+    keep = pl.lit(True) if after is None else pl.col("t") > after
+    spec = [_spec_rows(got, keep), _sglang_spec_rows(got, keep)]
+    stats = [_stats_rows(got, keep), _sglang_stats_rows(got, keep)]
+    targets = pl.DataFrame(
+        {
+            "tid": range(len(got.targets)),
+            "_instance": [t[0] for t in got.targets],
+            "_model": [t[1] for t in got.targets],
+            "_key": [target_key(t) for t in got.targets],
+            "engine": [_int(t[2]) for t in got.targets],
+        },
+        schema={
+            "tid": pl.Int64,
+            "_instance": pl.String,
+            "_model": pl.String,
+            "_key": pl.String,
+            "engine": pl.Int32,
+        },
+    )
+    out.spec_decode = _finish_rows(spec, targets)
+    out.engine_stats = _finish_rows(stats, targets)
+    _run_configs(got, out)
     return out
 
 
-def _spec_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) -> None:
-    counts: dict[Target, dict[float, Row]] = defaultdict(dict)
-    for name, column in SPEC_COUNTERS.items():
-        for s in by_name.get(name, ()):
-            by_time = counts[target_of(s.labels)]
-            for t, d, t0, restarted in deltas(s.points):
-                row = by_time.get(t) or by_time.setdefault(t, {"_t0": t0})
-                row[column] = round(d)
-                row["_restarted"] = row.get("_restarted", False) or restarted
-    per_pos: dict[Target, dict[float, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
-    for s in by_name.get(PER_POSITION, ()):
-        position = s.labels.get("position")
-        if position is None or not position.isdigit():
-            continue
-        by_time_pos = per_pos[target_of(s.labels)]
-        index = int(position)
-        for t, d, _, _ in deltas(s.points):
-            by_time_pos[t][index] = round(d)
-    for target, by_time in counts.items():
-        for t, row in sorted(by_time.items()):
-            drafts = row.get("drafts")
-            if not keep(t) or not drafts:
-                continue  # no drafting in the interval: nothing to say (logs print none)
-            accepted, draft_tokens = row.get("accepted_tokens"), row.get("draft_tokens")
-            positions = per_pos.get(target, {}).get(t, {})
-            per_position = (
-                [positions.get(i, 0) for i in range(max(positions) + 1)] if positions else None
-            )
-            k = len(per_position) if per_position else None
-            if k is None and draft_tokens is not None and draft_tokens % drafts == 0:
-                k = draft_tokens // drafts
-            out.spec_decode.append(
-                {
-                    "_target": target,
-                    "_t": t,
-                    "ts": _utc(t),
-                    "interval_s": t - row["_t0"],
-                    "engine": _int(target[2]),
-                    "format": "prometheus",
-                    "counts": "since_restart" if row["_restarted"] else "delta",
-                    "k": k,
-                    "drafts": drafts,
-                    "draft_tokens": draft_tokens,
-                    "accepted_tokens": accepted,
-                    "accepted_per_pos": per_position,
-                    "per_position_rate": [c / drafts for c in per_position]
-                    if per_position
-                    else None,
-                    "mean_acceptance_length": 1 + accepted / drafts
-                    if accepted is not None
-                    else None,
-                    "acceptance_rate": accepted / draft_tokens
-                    if accepted is not None and draft_tokens
-                    else None,
-                    "partial": False,
-                }
-            )
+def _finish_rows(parts: list[pl.DataFrame], targets: pl.DataFrame) -> pl.DataFrame:
+    parts = [p for p in parts if not p.is_empty()]
+    if not parts:
+        return _EMPTY
+    rows = pl.concat(parts, how="diagonal_relaxed").join(
+        targets, on="tid", how="left", maintain_order="left"
+    )
+    return rows.with_columns(
+        pl.col("t").alias("_t"),
+        pl.from_epoch((pl.col("t") * 1e6).round(0).cast(pl.Int64), "us").alias("ts"),
+        pl.when(pl.col("format") == "prometheus_sglang")
+        .then(pl.lit(None, pl.Int32))
+        .otherwise(pl.col("engine"))
+        .alias("engine"),
+    ).drop("tid", "t")
+
+
+def _spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
+    counted = got.of(SPEC_COUNTERS, changes=True)
+    if counted.is_empty():
+        return _EMPTY
+    # The interval is the one of the first series seen at that time.
+    spans = counted.group_by("tid", "t").agg(pl.col("t0").first(), pl.col("restarted").any())
+    values = _wide(counted.with_columns(_count(pl.col("d"))), "d", SPEC_COUNTERS.values())
+    rows = values.join(spans, on=["tid", "t"]).join(_per_position(got), on=["tid", "t"], how="left")
+    drafts, accepted, draft_tokens = (
+        pl.col("drafts"),
+        pl.col("accepted_tokens"),
+        pl.col("draft_tokens"),
+    )
+    per_pos = pl.col("accepted_per_pos")
+    rows = rows.filter(keep & drafts.is_not_null() & (drafts != 0))  # no drafting: logs print none
+    return rows.sort("tid", "t").select(
+        "tid",
+        "t",
+        (pl.col("t") - pl.col("t0")).alias("interval_s"),
+        pl.lit("prometheus").alias("format"),
+        pl.when(pl.col("restarted"))
+        .then(pl.lit("since_restart"))
+        .otherwise(pl.lit("delta"))
+        .alias("counts"),
+        pl.when(per_pos.is_not_null())
+        .then(per_pos.list.len().cast(pl.Int64))
+        .when(draft_tokens.is_not_null() & (draft_tokens % drafts == 0))
+        .then(draft_tokens // drafts)
+        .alias("k"),
+        "drafts",
+        "draft_tokens",
+        "accepted_tokens",
+        per_pos,
+        (per_pos / drafts).alias("per_position_rate"),
+        (1 + accepted / drafts).alias("mean_acceptance_length"),
+        pl.when(draft_tokens != 0).then(accepted / draft_tokens).alias("acceptance_rate"),
+        pl.lit(False).alias("partial"),
+    )
+
+
+def _per_position(got: _Samples) -> pl.DataFrame:
+    """Each interval's accepted counts by position, as a list up to the highest position
+    sampled then (0 for a position without a sample), lined up with the drafts by target
+    and time."""
+    counted = got.of({PER_POSITION: "accepted_per_pos"}, changes=True).filter(
+        pl.col("position").is_not_null()
+    )
+    schema = {"tid": pl.Int64, "t": pl.Float64, "accepted_per_pos": pl.List(pl.Int64)}
+    if counted.is_empty():
+        return pl.DataFrame(schema=schema)
+    top = int(counted["position"].max())  # type: ignore[arg-type]
+    wide = counted.select("tid", "t", "position", _count(pl.col("d")).alias("n")).pivot(
+        on="position", index=["tid", "t"], values="n", aggregate_function="last"
+    )
+    cells = np.full((wide.height, top + 1), -1, dtype=np.int64)  # -1: no sample
+    for c in wide.columns[2:]:
+        cells[:, int(c)] = wide[c].fill_null(-1).to_numpy()
+    sampled = cells >= 0
+    length = top + 1 - np.argmax(sampled[:, ::-1], axis=1)
+    length[~sampled.any(axis=1)] = 0
+    within = np.arange(top + 1) < length[:, None]
+    values = np.where(sampled, cells, 0)[within]
+    offsets = np.concatenate(([0], np.cumsum(length))).astype(np.int32)
+    lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+    return wide.select("tid", "t").with_columns(
+        pl.Series("accepted_per_pos", lists, pl.List(pl.Int64))
+    )
 
 
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
-def _stats_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) -> None:
-    rows: dict[Target, dict[float, Row]] = defaultdict(dict)
-    for name, column in GAUGES.items():
-        if not name.startswith("vllm:"):
+def _gauges(got: _Samples, columns: Mapping[str, str]) -> pl.DataFrame:
+    """The gauges' samples as one row per target and time (the rows of a stats table:
+    none without a ``running_reqs`` sample)."""
+    sampled = got.of(columns)
+    wanted = set(columns.values())
+    if sampled.is_empty() or "running_reqs" not in set(sampled["column"].unique()):
+        return _EMPTY
+    wide = _wide(sampled, "v", wanted).filter(pl.col("running_reqs").is_not_null())
+    return wide.with_columns(_count(pl.col(c)) for c in wanted if c.endswith("_reqs"))
+
+
+def _stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
+    rows = _gauges(got, {n: c for n, c in GAUGES.items() if n.startswith("vllm:")})
+    if rows.is_empty():
+        return _EMPTY
+    rates = got.of(RATE_COUNTERS, changes=True).filter(pl.col("t") > pl.col("t0"))
+    if not rates.is_empty():
+        per_s = rates.with_columns((pl.col("d") / (pl.col("t") - pl.col("t0"))).alias("r"))
+        rows = rows.join(_wide(per_s, "r", RATE_COUNTERS.values()), on=["tid", "t"], how="left")
+    rows = rows.join(_prefix_cache(got), on=["tid", "t"], how="left")
+    rows = rows.join(_latency(got), on=["tid", "t"], how="left")
+    return (
+        rows.filter(keep)
+        .sort("tid", "t")
+        .with_columns(
+            pl.lit("prometheus").alias("format"), pl.lit(None, pl.String).alias("kv_cache_device")
+        )
+    )
+
+
+def _prefix_cache(got: _Samples) -> pl.DataFrame:
+    schema = {"tid": pl.Int64, "t": pl.Float64, "prefix_cache_hit_rate": pl.Float64}
+    parts = got.of({n: f"{gen} {part}" for n, (gen, part) in PREFIX_CACHE.items()}, changes=True)
+    if parts.is_empty():
+        return pl.DataFrame(schema=schema)
+    # Both names exported: the token-based one wins.
+    new_names = [n for n, (gen, _) in PREFIX_CACHE.items() if gen == "new"]
+    newer = got.series.filter(pl.col("name").is_in(new_names))["tid"].unique()
+    parts = parts.filter(
+        pl.col("column").str.starts_with("new") | ~pl.col("tid").is_in(newer.implode())
+    ).with_columns(pl.col("column").str.split(" ").list.last())
+    wide = _wide(parts, "d", ("queries", "hits"))
+    queries = pl.col("queries")
+    return wide.select(
+        "tid",
+        "t",
+        pl.when(queries.is_not_null() & (queries != 0))
+        .then(pl.col("hits").fill_null(0.0) / queries)
+        .alias("prefix_cache_hit_rate"),
+    ).cast(schema)  # type: ignore[arg-type]
+
+
+_LATENCY = {
+    "vllm:time_to_first_token_seconds": "mean_ttft_ms",
+    "vllm:inter_token_latency_seconds": "mean_itl_ms",
+    "vllm:time_per_output_token_seconds": "mean_itl_ms",  # before 0.10; the newer name wins
+}
+
+
+def _latency(got: _Samples) -> pl.DataFrame:
+    """Mean latencies per interval from a histogram's ``_sum`` and ``_count``."""
+    schema = {
+        "tid": pl.Int64,
+        "t": pl.Float64,
+        "mean_ttft_ms": pl.Float64,
+        "mean_itl_ms": pl.Float64,
+    }
+    means = []
+    for rank, (name, column) in enumerate(_LATENCY.items()):
+        sums = got.of({f"{name}_sum": column}, changes=True)
+        counts = got.of({f"{name}_count": column}, changes=True)
+        if sums.is_empty() or counts.is_empty():
             continue
-        for s in by_name.get(name, ()):
-            for t, v in s.points:
-                rows[target_of(s.labels)].setdefault(t, {})[column] = (
-                    _count(v) if column.endswith("_reqs") else v
-                )
-    for name, column in RATE_COUNTERS.items():
-        for s in by_name.get(name, ()):
-            for t, d, t0, _ in deltas(s.points):
-                if t > t0:
-                    rows[target_of(s.labels)].setdefault(t, {})[column] = d / (t - t0)
-    cache: dict[Target, dict[float, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    units = {
-        target_of(s.labels): PREFIX_CACHE[n][0] for n in PREFIX_CACHE for s in by_name.get(n, ())
-    }
-    for name, (generation, part) in PREFIX_CACHE.items():
-        for s in by_name.get(name, ()):
-            target = target_of(s.labels)
-            if generation == "old" and units.get(target) == "new":
-                continue  # both names exported: the token-based one wins
-            for t, d, _, _ in deltas(s.points):
-                cache[target][t][part] = d
-    latency = {
-        "vllm:time_to_first_token_seconds": "mean_ttft_ms",
-        "vllm:inter_token_latency_seconds": "mean_itl_ms",
-        "vllm:time_per_output_token_seconds": "mean_itl_ms",
-    }
-    for name, column in latency.items():
-        sums = {
-            target_of(s.labels): dict((t, d) for t, d, _, _ in deltas(s.points))
-            for s in by_name.get(f"{name}_sum", ())
-        }
-        for s in by_name.get(f"{name}_count", ()):
-            target = target_of(s.labels)
-            for t, n, _, _ in deltas(s.points):
-                total = sums.get(target, {}).get(t)
-                if n and total is not None:
-                    rows[target].setdefault(t, {}).setdefault(column, 1000 * total / n)
-    for target, by_time in cache.items():
-        for t, parts in by_time.items():
-            if parts.get("queries"):
-                rows[target].setdefault(t, {})["prefix_cache_hit_rate"] = (
-                    parts.get("hits", 0.0) / parts["queries"]
-                )
-    for target, by_time in rows.items():
-        for t, row in sorted(by_time.items()):
-            if not keep(t) or "running_reqs" not in row:
-                continue
-            out.engine_stats.append(
-                {
-                    "_target": target,
-                    "_t": t,
-                    "ts": _utc(t),
-                    "engine": _int(target[2]),
-                    "format": "prometheus",
-                    "kv_cache_device": None,
-                    **row,
-                }
+        # A name with two series on one target (both spellings): the last one at a time.
+        pair = counts.unique(["tid", "t"], keep="last").join(
+            sums.unique(["tid", "t"], keep="last").select("tid", "t", pl.col("d").alias("s")),
+            on=["tid", "t"],
+        )
+        means.append(
+            pair.filter(pl.col("d") != 0).select(
+                "tid",
+                "t",
+                "column",
+                pl.lit(rank).alias("rank"),
+                (1000 * pl.col("s") / pl.col("d")).alias("ms"),
             )
+        )
+    if not means:
+        return pl.DataFrame(schema=schema)
+    first = pl.concat(means).sort("rank").unique(["tid", "t", "column"], keep="first")
+    wide = first.pivot(on="column", index=["tid", "t"], values="ms")
+    return wide.with_columns(
+        pl.lit(None, pl.Float64).alias(c)
+        for c in ("mean_ttft_ms", "mean_itl_ms")
+        if c not in wide.columns
+    ).cast(schema)  # type: ignore[arg-type]
 
 
-def _sglang_rows(by_name: Mapping[str, list[Series]], keep: Any, out: Intervals) -> None:
+def _sglang_spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
     """SGLang exports each interval's mean length as a gauge: no counts to sum."""
-    rows: dict[Target, dict[float, Row]] = defaultdict(dict)
-    stats: dict[Target, dict[float, Row]] = defaultdict(dict)
-    for name, column in SGLANG_ACCEPT.items():
-        for s in by_name.get(name, ()):
-            for t, v in s.points:
-                rows[target_of(s.labels)].setdefault(t, {})[column] = v
-    for name, column in GAUGES.items():
-        if name.startswith("sglang:"):
-            for s in by_name.get(name, ()):
-                for t, v in s.points:
-                    stats[target_of(s.labels)].setdefault(t, {})[column] = (
-                        _count(v) if column.endswith("_reqs") else v
-                    )
-    for target, by_time in rows.items():
-        for t, row in sorted(by_time.items()):
-            if keep(t) and row.get("mean_acceptance_length"):
-                out.spec_decode.append(
-                    {
-                        "_target": target,
-                        "_t": t,
-                        "ts": _utc(t),
-                        "engine": None,
-                        "format": "prometheus_sglang",
-                        "partial": False,
-                        **row,
-                    }
-                )
-    for target, by_time in stats.items():
-        for t, row in sorted(by_time.items()):
-            if keep(t) and "running_reqs" in row:
-                out.engine_stats.append(
-                    {
-                        "_target": target,
-                        "_t": t,
-                        "ts": _utc(t),
-                        "engine": None,
-                        "format": "prometheus_sglang",
-                        **row,
-                    }
-                )
+    sampled = got.of(SGLANG_ACCEPT)
+    if sampled.is_empty():
+        return _EMPTY
+    wide = _wide(sampled, "v", SGLANG_ACCEPT.values())
+    length = pl.col("mean_acceptance_length")
+    return (
+        wide.filter(keep & length.is_not_null() & (length != 0))
+        .sort("tid", "t")
+        .with_columns(pl.lit("prometheus_sglang").alias("format"), pl.lit(False).alias("partial"))
+    )
 
 
-def _run_configs(by_name: Mapping[str, list[Series]], out: Intervals) -> None:
-    """One run per (instance, model_name), configured by what the labels say."""
+def _sglang_stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
+    rows = _gauges(got, {n: c for n, c in GAUGES.items() if n.startswith("sglang:")})
+    if rows.is_empty():
+        return _EMPTY
+    return (
+        rows.filter(keep).sort("tid", "t").with_columns(pl.lit("prometheus_sglang").alias("format"))
+    )
+
+
+def _run_configs(got: _Samples, out: Intervals) -> None:
+    """One run per (instance, model_name), configured by what the labels say; a target
+    with rows of both servers takes the server of its last (stats after spec decode)."""
     info_by_instance: dict[str | None, Mapping[str, str]] = {}
-    for s in by_name.get(CONFIG_INFO, ()):
-        info_by_instance.setdefault(s.labels.get("instance"), s.labels)
-    for rows in (out.spec_decode, out.engine_stats):
-        for row in rows:
-            instance, model, _ = row["_target"]
-            run = out.runs.setdefault((instance, model), {"model": model, "instance": instance})
-            run["server"] = "sglang" if row["format"] == "prometheus_sglang" else "vllm"
-            info = info_by_instance.get(instance)
-            if info:
-                caching = info.get("enable_prefix_caching")
-                if caching in ("True", "False"):
-                    run["enable_prefix_caching"] = caching == "True"
-                dtype = info.get("cache_dtype")
-                if dtype:
-                    run["kv_cache_dtype"] = dtype
+    for sid, name in zip(got.series["sid"], got.series["name"], strict=True):
+        if name == CONFIG_INFO:
+            info_by_instance.setdefault(got.labels[sid].get("instance"), got.labels[sid])
+    seen = [
+        f.select("_instance", "_model", "format")
+        for f in (out.spec_decode, out.engine_stats)
+        if not f.is_empty()
+    ]
+    if not seen:
+        return
+    servers = pl.concat(seen).group_by("_instance", "_model", maintain_order=True).last()
+    for instance, model, fmt in servers.iter_rows():
+        run: Row = {"model": model, "instance": instance}
+        run["server"] = "sglang" if fmt == "prometheus_sglang" else "vllm"
+        info = info_by_instance.get(instance)
+        if info:
+            caching = info.get("enable_prefix_caching")
+            if caching in ("True", "False"):
+                run["enable_prefix_caching"] = caching == "True"
+            dtype = info.get("cache_dtype")
+            if dtype:
+                run["kv_cache_dtype"] = dtype
+        out.runs[(instance, model)] = run
 
 
 __all__ = [
@@ -349,5 +506,6 @@ __all__ = [
     "canonical_name",
     "deltas",
     "intervals",
+    "target_key",
     "target_of",
 ]

@@ -595,8 +595,12 @@ def _run_row(
 
 
 def store_columns(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    """The rows as the store holds them: the table's columns, without the internal ones."""
-    return frame.select(schema_of(table).names())
+    """The rows as the store holds them: the table's columns (null where the frame has
+    none), without the internal ones."""
+    return frame.select(
+        (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t)).alias(c)
+        for c, t in schema_of(table).items()
+    )
 
 
 __all__ = [

@@ -13,6 +13,7 @@ before is kept and the watermark does not pass the gap.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -30,6 +31,7 @@ from urllib3.util.retry import Retry
 
 from specscope.counters import SERIES_NAMES, Intervals, Series, intervals
 from specscope.errors import PrometheusError, UsageError
+from specscope.finish import store_columns
 from specscope.store import Store, StoreWriter, default_store_path
 
 TOKEN_ENV = "SPECSCOPE_PROMETHEUS_TOKEN"
@@ -92,7 +94,8 @@ class Endpoint:
             auth = (parts.username, parts.password or "")
         elif env.get(USER_ENV):
             auth = (env[USER_ENV], env.get(PASSWORD_ENV, ""))
-        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        netloc = host + (f":{parts.port}" if parts.port else "")
         clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
         headers = {}
         if env.get(TOKEN_ENV):
@@ -171,9 +174,13 @@ class Client:
         )
         self.endpoint = endpoint
         self.timeout = timeout
+        headers = dict(endpoint.headers)
+        if _loopback(endpoint.url):
+            # Compressing costs both ends CPU and saves nothing on loopback.
+            headers["Accept-Encoding"] = "identity"
         self.prom = PrometheusConnect(
             url=endpoint.url,
-            headers=dict(endpoint.headers),
+            headers=headers,
             disable_ssl=endpoint.verify is False,
             retry=retry,
             auth=endpoint.auth,
@@ -201,6 +208,16 @@ class Client:
         return result
 
 
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _short(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return text[:300]
@@ -210,9 +227,10 @@ def _source_id(url: str, selector: str | None) -> str:
     return "p" + hashlib.sha256(f"{url}|{selector or ''}".encode()).hexdigest()[:10]
 
 
-def _collect(
-    client: Client, selector: str, window: Window, series: dict[tuple[str, str], dict[float, float]]
-) -> int:
+Chunks = dict[tuple[str, str], list[np.ndarray]]  # per (name, labels): (n, 2) sample arrays
+
+
+def _collect(client: Client, selector: str, window: Window, series: Chunks) -> int:
     """Read one window into ``series``; split it when the server finds it too big."""
     seconds = max(1, round(window.end - window.start))
     try:
@@ -234,18 +252,20 @@ def _collect(
             name,
             json.dumps({k: v for k, v in metric.items() if k != "__name__"}, sort_keys=True),
         )
-        points = series.setdefault(key, {})
+        chunks = series.setdefault(key, [])
+        if not values:
+            continue
         try:
-            times = [float(pair[0]) for pair in values]
-            samples = np.asarray([pair[1] for pair in values], dtype=np.float64)
-        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            times, samples = zip(*values, strict=True)
+            at = np.array(times, dtype=np.float64)
+            sample = np.array(samples, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
             raise PrometheusError(f"{client.endpoint.url} sent a malformed sample") from exc
-        at = np.asarray(times, dtype=np.float64)
         keep = (at > window.start) & (at <= window.end)  # a boundary sample: one window
-        if not points and len(keep):
+        if not chunks:
             keep[0] = True  # a series' first sample, whatever its window
-        kept = np.flatnonzero(keep)
-        points.update(zip(at[kept].tolist(), samples[kept].tolist(), strict=True))
+        kept = np.column_stack((at[keep], sample[keep]))
+        chunks.append(kept)
         count += len(kept)
     return count
 
@@ -294,7 +314,7 @@ def pull(
             report.watermark = t_start
             return report
         client = Client(endpoint, timeout=timeout, retries=retries)
-        series: dict[tuple[str, str], dict[float, float]] = {}
+        series: Chunks = {}
         read_until = t_start.timestamp() - LOOKBACK_S
         edge = read_until
         stop = t_end.timestamp()
@@ -310,8 +330,8 @@ def pull(
         if report.failed and not series:
             raise PrometheusError(report.failed[0].split(": ", 1)[1])
         batch = [
-            Series(name, json.loads(labels), tuple(points.items()))
-            for (name, labels), points in series.items()
+            Series(name, json.loads(labels), np.concatenate(chunks) if chunks else ())
+            for (name, labels), chunks in series.items()
         ]
         got = intervals(batch, after=None)
         report.notes.extend(got.notes)
@@ -333,10 +353,6 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _target_key(target: tuple[str | None, str | None, str | None]) -> str:
-    return json.dumps(target)
-
-
 def store_intervals(
     writer: StoreWriter,
     store: Store,
@@ -350,29 +366,39 @@ def store_intervals(
     """Keep the intervals past their target's watermark (or the window's start) and up to
     the end of what was read, then move the watermarks to the newest interval kept."""
     start = report.start.timestamp()
-    run_ids: dict[tuple[str | None, str | None], str] = {}
     new_marks = dict(marks)
-    tables: dict[str, list[dict[str, Any]]] = {"spec_decode": [], "engine_stats": []}
-    keys: dict[Any, str] = {}
-    for table, rows in tables.items():
-        for row in getattr(got, table):
-            t = row["_t"]
-            target = row["_target"]
-            key = keys.get(target) or keys.setdefault(target, _target_key(target))
-            if t <= marks.get(key, start) or t > read_until:
-                continue
-            instance, model, _ = target
-            run_id = run_ids.get((instance, model)) or run_ids.setdefault(
-                (instance, model), _run_id(report.source_id, instance, model)
+    kept: dict[str, pl.DataFrame] = {}
+    for table in ("spec_decode", "engine_stats"):
+        rows = getattr(got, table)
+        if rows.is_empty():
+            kept[table] = rows
+            continue
+        keys = rows["_key"].unique().to_list()
+        since = pl.DataFrame(
+            {"_key": keys, "_since": [marks.get(k, start) for k in keys]},
+            schema={"_key": pl.String, "_since": pl.Float64},
+        )
+        runs = rows.select("_instance", "_model").unique()
+        runs = runs.with_columns(
+            pl.Series(
+                "run_id",
+                [_run_id(report.source_id, i, m) for i, m in runs.iter_rows()],
+                pl.String,
             )
-            out = {k: v for k, v in row.items() if k[0] != "_" and k != "interval_s"}
-            out.update(source=report.url, line=None, end_line=None, run_id=run_id)
-            rows.append(out)
-            if t > new_marks.get(key, 0.0):
-                new_marks[key] = t
-    for table, rows in tables.items():
-        report.added[table] = writer.add(table, report.source_id, rows)
-    run_rows = _run_rows(store, report, got, tables)
+        )
+        rows = (
+            rows.join(since, on="_key", maintain_order="left")
+            .filter((pl.col("_t") > pl.col("_since")) & (pl.col("_t") <= read_until))
+            .join(runs, on=["_instance", "_model"], nulls_equal=True, maintain_order="left")
+        )
+        for key, newest in rows.group_by("_key").agg(pl.col("_t").max()).iter_rows():
+            if newest > new_marks.get(key, 0.0):
+                new_marks[key] = newest
+        kept[table] = rows.with_columns(pl.lit(report.url).alias("source"))
+        report.added[table] = writer.add_parts(
+            table, report.source_id, [store_columns(kept[table], table)]
+        )
+    run_rows = _run_rows(store, report, got, kept)
     writer.add("runs", report.source_id, run_rows)
     report.runs = len(run_rows)
     if new_marks:
@@ -387,7 +413,7 @@ def _run_id(source_id: str, instance: str | None, model: str | None) -> str:
 
 
 def _run_rows(
-    store: Store, report: PullReport, got: Intervals, added: Mapping[str, list[dict[str, Any]]]
+    store: Store, report: PullReport, got: Intervals, added: Mapping[str, pl.DataFrame]
 ) -> list[dict[str, Any]]:
     """The source's runs (one per instance and model): those stored before, updated with
     what this pull saw, with their record counts."""
@@ -416,8 +442,9 @@ def _run_rows(
             .collect()
         )
         counts = dict(zip(stored["run_id"], stored["n"], strict=True))
-        for r in added[table]:
-            counts[r["run_id"]] = counts.get(r["run_id"], 0) + 1
+        if not added[table].is_empty():
+            for run_id, n in added[table].group_by("run_id").len().iter_rows():
+                counts[run_id] = counts.get(run_id, 0) + n
         for run_id, row in before.items():
             row[column] = counts.get(run_id, 0)
     for row in before.values():

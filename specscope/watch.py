@@ -107,17 +107,12 @@ class Watcher:
                     for (n, lab), p in self.series.items()
                 ]
             )
-            spec = (
-                pl.DataFrame(got.spec_decode).drop("_target", strict=False)
-                if got.spec_decode
-                else pl.DataFrame()
+            internal = ("_instance", "_model", "_key", "_t")
+            return Snapshot(
+                got.spec_decode.drop(internal, strict=False),
+                got.engine_stats.drop(internal, strict=False),
+                [],
             )
-            stats = (
-                pl.DataFrame(got.engine_stats).drop("_target", strict=False)
-                if got.engine_stats
-                else pl.DataFrame()
-            )
-            return Snapshot(spec, stats, [])
         assert self.log is not None
         for number, line in self.log.read():
             self.parser.feed(number, line)

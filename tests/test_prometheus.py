@@ -13,7 +13,13 @@ import pytest
 import specscope
 from specscope.counters import Series, deltas, intervals
 from specscope.errors import ExitStatus
-from specscope.prometheus import PrometheusError, parse_duration, pull, series_selector
+from specscope.prometheus import (
+    Endpoint,
+    PrometheusError,
+    parse_duration,
+    pull,
+    series_selector,
+)
 
 from .prom_servers import RATES, RUNNING, Misbehaving, Prometheus, VllmExporter, serve_exporter
 
@@ -264,7 +270,7 @@ def test_intervals_line_per_position_up_with_drafts():
             for i, c in enumerate((80, 50, 20))
         ],
     ]
-    (row,) = intervals(series).spec_decode
+    (row,) = intervals(series).spec_decode.to_dicts()
     assert row["accepted_per_pos"] == [80, 50, 20] and row["k"] == 3
     assert row["mean_acceptance_length"] == 2.5 and row["acceptance_rate"] == 0.5
 
@@ -272,7 +278,7 @@ def test_intervals_line_per_position_up_with_drafts():
 def test_v0_counters_are_skipped_with_a_note():
     labels = {"instance": "a", "model_name": "m"}
     got = intervals([Series("vllm:spec_decode_num_emitted_tokens_total", labels, ((0, 0), (5, 9)))])
-    assert got.spec_decode == [] and "over-count" in got.notes[0]
+    assert got.spec_decode.is_empty() and "over-count" in got.notes[0]
 
 
 def test_selector_and_durations():
@@ -379,6 +385,46 @@ def test_latency_means_from_histogram_sums_and_counts():
         Series("vllm_inter_token_latency_seconds_sum", labels, ((0, 0.0), (10, 0.5))),
         Series("vllm_inter_token_latency_seconds_count", labels, ((0, 0), (10, 100))),
     ]
-    (row,) = [r for r in intervals(series).engine_stats if r.get("mean_ttft_ms")]
+    (row,) = [r for r in intervals(series).engine_stats.to_dicts() if r.get("mean_ttft_ms")]
     assert row["mean_ttft_ms"] == pytest.approx(200.0)
     assert row["mean_itl_ms"] == pytest.approx(5.0)
+
+
+def test_both_prefix_cache_names_the_token_based_one_wins():
+    labels = {"instance": "a", "model_name": "m", "engine": "0"}
+    series = [
+        Series("vllm:num_requests_running", labels, ((0, 1), (10, 1))),
+        Series("vllm:prefix_cache_queries_total", labels, ((0, 0), (10, 100))),
+        Series("vllm:prefix_cache_hits_total", labels, ((0, 0), (10, 25))),
+        # the 0.8 names count blocks: 10 hits of 10 queries would say 100%
+        Series("vllm:gpu_prefix_cache_queries_total", labels, ((0, 0), (10, 10))),
+        Series("vllm:gpu_prefix_cache_hits_total", labels, ((0, 0), (10, 10))),
+    ]
+    rows = intervals(series).engine_stats.sort("_t")
+    assert rows["prefix_cache_hit_rate"].to_list() == [None, 0.25]
+
+
+def test_per_position_counts_run_to_the_highest_position_sampled():
+    labels = {"instance": "a", "model_name": "m", "engine": "0"}
+    series = [
+        Series("vllm:spec_decode_num_drafts_total", labels, ((0, 0), (10, 10), (20, 20))),
+        Series(
+            "vllm_spec_decode_num_accepted_tokens_per_pos_total",
+            {**labels, "position": "0"},
+            ((0, 0), (10, 8), (20, 15)),
+        ),
+        # position 1 lost its samples; position 2 was scraped only at t=10
+        Series(
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            {**labels, "position": "2"},
+            ((0, 0), (10, 3)),
+        ),
+    ]
+    rows = intervals(series).spec_decode.sort("_t").to_dicts()
+    assert [r["accepted_per_pos"] for r in rows] == [[8, 0, 3], [7]]
+    assert [r["k"] for r in rows] == [3, 1]
+    assert rows[0]["per_position_rate"] == [0.8, 0.0, 0.3]
+
+
+def test_an_ipv6_loopback_url_keeps_its_brackets():
+    assert Endpoint.from_url("http://[::1]:9090/").url == "http://[::1]:9090"

@@ -255,7 +255,7 @@ def test_out_of_order_duplicate_and_vanishing_samples():
         # accepted vanishes after t=10 (a scrape that lost it): its intervals end there
         Series("vllm:spec_decode_num_accepted_tokens_total", labels, ((0, 50), (10, 100))),
     ]
-    rows = intervals(series).spec_decode
+    rows = intervals(series).spec_decode.to_dicts()
     assert [r["drafts"] for r in rows] == [100, 100, 100]
     assert [r["accepted_tokens"] for r in rows] == [50, None, None]
 
