@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from importlib import resources
@@ -92,9 +92,14 @@ class Evidence:
     # run keeps its order), so a run's rows are a zero-copy slice: no filter per run
     # (quadratic in runs) and no second copy of the table (partition_by).
     _spans: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _slim: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     def _rows(self, table: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
-        frame: pl.DataFrame = getattr(self, table)
+        # Detectors filter a run's rows again and again: without the lists and strings
+        # that only the per-run sums read, a filter copies a third as much.
+        if table not in self._slim:
+            self._slim[table] = getattr(self, table).drop(_READ_ONCE, strict=False)
+        frame = self._slim[table]
         if table not in self._spans:
             counts = frame.group_by("run_id", maintain_order=True).len()
             spans, offset = {}, 0
@@ -143,6 +148,18 @@ _NOT_READ = (
     "kv_cache_device",
     "mean_ttft_ms",
     "mean_itl_ms",
+    "source",  # the run's, in ``runs``
+    "acceptance_rate",  # summed from the counts
+)
+
+
+_READ_ONCE = (
+    "accepted_per_pos",
+    "mean_acceptance_length",
+    "acceptance_rate",
+    "source",
+    "source_id",
+    "stats_line",
 )
 
 
@@ -155,9 +172,11 @@ def gather(
     config: Config | None = None,
     reference: list[dict[str, Any]] | None = None,
 ) -> Evidence:
+    # One chunk per column: a store's files come in many row groups, and polars filters
+    # a frame of many chunks (or of columns chunked differently) far slower than one.
     return evidence_from(
-        store.spec_decode.select(pl.exclude(_NOT_READ)).collect(),
-        store.engine_stats.select(pl.exclude(_NOT_READ)).collect(),
+        store.spec_decode.select(pl.exclude(_NOT_READ)).collect().rechunk(),
+        store.engine_stats.select(pl.exclude(_NOT_READ)).collect().rechunk(),
         store.runs.collect(),
         store.events.collect(),
         store.bench.collect(),
@@ -226,17 +245,17 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     wanted = ["running_reqs", "waiting_reqs", "prefix_cache_hit_rate", "kv_cache_usage"]
     # A search in the sorted (source, line) keys of the stats, not a hash join: over
     # millions of rows it is several times faster and builds no table of gigabytes.
-    sources = sorted(
-        set(spec["source_id"].unique().to_list()) | set(stats["source_id"].unique().to_list())
-    )
-    code = pl.col("source_id").cast(pl.Enum(sources)).to_physical().cast(pl.Int64)
+    codes: dict[str, int] = {}
     logs = stats.select("source_id", "line", *wanted).filter(pl.col("line").is_not_null())
-    keys = logs.select(code * (1 << 40) + pl.col("line"))
-    have = keys.to_series().to_numpy()
+    have = _source_codes(logs, codes) * (1 << 40) + logs["line"].to_numpy()
     order = np.argsort(have, kind="stable")
     have = have[order]
-    want = spec.select((code * (1 << 40) + pl.col("stats_line")).fill_null(-1)).to_series()
-    want_np = want.to_numpy()
+    stats_line = spec["stats_line"]
+    want_np = np.where(
+        stats_line.is_null().to_numpy(),
+        -1,
+        _source_codes(spec, codes) * (1 << 40) + stats_line.fill_null(0).to_numpy(),
+    )
     at = np.minimum(np.searchsorted(have, want_np), max(len(have) - 1, 0))
     found = (want_np >= 0) & (have[at] == want_np) if len(have) else np.zeros(len(want_np), bool)
     index = pl.Series(np.where(found, order[at] if len(have) else 0, 0), dtype=pl.UInt32)
@@ -258,6 +277,14 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(pl.coalesce(c, f"{c}_p").alias(c) for c in wanted).drop(
         [f"{c}_p" for c in wanted]
     )
+
+
+def _source_codes(frame: pl.DataFrame, codes: dict[str, int]) -> np.ndarray:
+    """Each row's source as a number (the same in every frame given ``codes``). A store's
+    rows come a source at a time, so the runs of equal values are few: no hash per row."""
+    runs = frame.select(pl.col("source_id").rle()).unnest("source_id")
+    numbers = [codes.setdefault(v, len(codes)) for v in runs["value"].to_list()]
+    return np.repeat(np.asarray(numbers, dtype=np.int64), runs["len"].to_numpy())
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -290,7 +317,7 @@ def _finding(
     run = ev.runs.get(run_id or "", {})
     source = run.get("source") if run else None
     if rows is not None and not rows.is_empty():
-        source = rows["source"][0]
+        source = ev.runs.get(rows["run_id"][0], {}).get("source", source)
     return Finding(
         kind=kind,
         severity=severity,
@@ -909,21 +936,22 @@ def _drift(ev: Evidence) -> list[Finding]:
     z = ev.config["evidence"]["z"]
     for run_id in ev.runs:
         rows = ev.spec_of(run_id).filter(
-            pl.col("drafts").is_not_null() & (pl.col("draft_tokens") > 0)
-        )
-        rows = rows.sort(
-            [c for c in ("ts", "line") if rows[c].null_count() < rows.height] or "line"
+            pl.col("drafts").is_not_null()
+            & (pl.col("draft_tokens") > 0)
+            & pl.col("accepted_tokens").is_not_null()
         )
         if rows.height < 4:
             continue
-        drafts = rows["drafts"].cum_sum().to_list()
-        tokens = rows["draft_tokens"].cum_sum().to_list()
-        accepted = rows["accepted_tokens"].cum_sum().to_list()
+        rows = _in_time_order(rows)
+        drafts, tokens, accepted = (
+            rows[c].fill_null(0).cum_sum().to_numpy()
+            for c in ("drafts", "draft_tokens", "accepted_tokens")
+        )
         best = drift_split(drafts, tokens, accepted, need, cfg["min_change"], z)
         if best is None:
             continue
         r1, r2, i = best
-        total_d = drafts[-1]
+        total_d = int(drafts[-1])
         when = rows[i]["ts"][0] or rows[i]["line"][0]
         out.append(
             _finding(
@@ -939,16 +967,30 @@ def _drift(ev: Evidence) -> list[Finding]:
                 "with --set label=... if the workload changed",
                 measured={"rate_before": r1, "rate_after": r2, "change_at": str(when)},
                 expected={"change below": cfg["min_change"]},
-                sample={"drafts_before": drafts[i - 1], "drafts_after": total_d - drafts[i - 1]},
+                sample={
+                    "drafts_before": int(drafts[i - 1]),
+                    "drafts_after": total_d - int(drafts[i - 1]),
+                },
             )
         )
     return out
 
 
+def _in_time_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """A run's rows by time, then line; rows read from a log mostly are already."""
+    keys = [c for c in ("ts", "line") if rows[c].null_count() < rows.height] or ["line"]
+    if all(rows[c].null_count() == 0 and rows[c].is_sorted() for c in keys):
+        return rows  # each key in order: so is the pair
+    return rows.sort(keys, maintain_order=True)
+
+
+SPLIT_POINTS = 100_000
+
+
 def drift_split(
-    drafts: list[int],
-    tokens: list[int],
-    accepted: list[int],
+    drafts: Sequence[float] | np.ndarray,
+    tokens: Sequence[float] | np.ndarray,
+    accepted: Sequence[float] | np.ndarray,
     need: int,
     min_change: float,
     z: float,
@@ -957,13 +999,18 @@ def drift_split(
     rate after, index of the first interval after)`` for the split with the largest change
     whose two Wilson intervals do not overlap (each side with at least ``need`` drafts)."""
     d, t, a = (np.asarray(x, dtype=np.float64) for x in (drafts, tokens, accepted))
-    d1, t1, a1 = d[:-1], t[:-1], a[:-1]
+    # A split after each of the first n-1 intervals; a long run is tried at most
+    # SPLIT_POINTS evenly spaced ones (a change of level does not hinge on one interval).
+    after = np.arange(len(d) - 1)
+    if len(after) > SPLIT_POINTS:
+        after = np.unique(np.linspace(0, len(d) - 2, SPLIT_POINTS).round().astype(np.int64))
+    d1, t1, a1 = d[after], t[after], a[after]
     d2, t2, a2 = d[-1] - d1, t[-1] - t1, a[-1] - a1
     ok = (d1 >= need) & (d2 >= need) & (t1 > 0) & (t2 > 0)
     if not ok.any():
         return None
     d1, t1, a1, d2, t2, a2 = (x[ok] for x in (d1, t1, a1, d2, t2, a2))
-    at = np.flatnonzero(ok) + 1
+    at = after[ok] + 1
     r1, r2 = a1 / t1, a2 / t2
     # drafts as trials, like _rate_interval: successes = accepted / k, k = tokens / drafts
     lo1, hi1 = wilson_arrays(a1 / (t1 / d1), d1, z)

@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,6 +103,51 @@ class Source:
         pending += decoder.decode(b"", final=True)
         if pending:
             yield number + 1, pending
+
+    def lines_at(self, starts: Iterable[int], count: int) -> dict[int, list[str]]:
+        """Up to ``count`` lines from each of the line numbers ``starts``, numbered as
+        ``lines`` numbers them. Blocks before a wanted line are counted, not decoded."""
+        wanted = sorted(set(starts))
+        out: dict[int, list[str]] = {n: [] for n in wanted}
+        if not wanted:
+            return out
+        chunks = self._chunks()
+        first = next(chunks, b"")
+        encoding = _encoding(first[:_SNIFF], self.display)
+        if encoding not in ("utf-8", "utf-8-sig"):  # not ASCII-compatible: count decoded lines
+            for number, text in self.lines():
+                for start in wanted:
+                    if start <= number < start + count:
+                        out[start].append(text)
+                if number >= wanted[-1] + count:
+                    break
+            return out
+        number, held = 1, b""  # the number of the first line in ``held``
+        last = wanted[-1] + count - 1
+        for chunk in itertools.chain((first,), chunks, (None,)):
+            if chunk is not None:
+                held += chunk
+                ends = held.count(b"\n")
+                if number + ends <= wanted[0] or not ends:
+                    cut = held.rfind(b"\n") + 1  # lines that no start reaches: skip
+                    number += ends
+                    held = held[cut:]
+                    continue
+                cut = held.rfind(b"\n") + 1
+                body, held = held[:cut], held[cut:]
+                pieces = body.split(b"\n")[:-1]
+            else:
+                pieces = [held] if held else []
+            for piece in pieces:
+                for start in wanted:
+                    if start <= number < start + count:
+                        out[start].append(piece.decode("utf-8", errors="replace"))
+                number += 1
+            while wanted and number > wanted[0] + count - 1:
+                wanted.pop(0)
+            if number > last or not wanted:
+                break
+        return out
 
     def encoding(self) -> str:
         """The text encoding, from the first bytes (a BOM, NULs beside ASCII)."""
@@ -196,6 +241,11 @@ def _digest(f: BinaryIO) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def unhashed(path: str | os.PathLike[str]) -> Source:
+    """A file to read lines of, without hashing it first (``open_source`` hashes)."""
+    return Source(os.fspath(path), os.fspath(path), 0, "", datetime.now(UTC))
+
+
 def open_source(path: str | os.PathLike[str]) -> Source:
     """Check that ``path`` is a readable, non-empty file (``-``: standard input)."""
     text_path = os.fspath(path)
@@ -236,4 +286,4 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     return source
 
 
-__all__ = ["STDIN", "Source", "open_source"]
+__all__ = ["STDIN", "Source", "open_source", "unhashed"]

@@ -24,8 +24,9 @@ import polars as pl
 from specscope import charts
 from specscope.advise import advice_of
 from specscope.detect import findings_of, gather, load_config
-from specscope.errors import UsageError
+from specscope.errors import SpecscopeError, UsageError
 from specscope.findings import Finding, Severity, newcombe, wilson
+from specscope.reader import unhashed
 from specscope.redact import Redactor
 from specscope.store import Store
 
@@ -154,11 +155,11 @@ def build_report(
         findings=findings,
         per_position=per_position,
         advice=advice,
-        moves=what_moves(ev.spec, ev.runs),
+        moves=what_moves(ev.spec.select(_COUNTS), ev.runs),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     if with_charts:
-        report.charts = _charts(ev.spec, per_position, runs, red)
+        report.charts = _charts(ev.spec.select(charts.READS), per_position, runs, red)
     report.redaction = red.summary()
     return report
 
@@ -209,21 +210,12 @@ def _evidence_lines(
     for path, starts in wanted.items():
         if not Path(path).is_file():
             continue
-        order = sorted(starts)
-        open_: list[list[str]] = []
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, start=1):
-                    while order and order[0] == number:
-                        open_.append(starts[order.pop(0)])
-                    for lines in open_:
-                        lines.append(line.rstrip("\r\n")[:400])
-                    open_ = [lines for lines in open_ if len(lines) < EVIDENCE_LINES]
-                    if not order and not open_:
-                        break
-        except OSError:
-            for lines in starts.values():
-                lines.clear()
+            found = unhashed(path).lines_at(starts, EVIDENCE_LINES)
+        except (OSError, SpecscopeError):
+            continue
+        for start, lines in found.items():
+            starts[start].extend(line.rstrip("\r")[:400] for line in lines)
     return [wanted[k[0]][k[1]] if k else [] for k in keys]
 
 
@@ -339,6 +331,10 @@ def _pair(
         "difference": pb - pa,
         "interval": [low, high],
     }
+
+
+# The columns what_moves reads: filters over millions of rows copy only these.
+_COUNTS = ("run_id", "drafts", "draft_tokens", "accepted_tokens")
 
 
 def _charts(

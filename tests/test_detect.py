@@ -305,3 +305,22 @@ def test_drift_split_is_the_loop_it_replaces(seed):
         return
     args = (*cum, rng.choice([50, 100, 300]), rng.choice([0.0, 0.05, 0.1]), 1.96)
     assert drift_split(*args) == _drift_split_loop(*args)
+
+
+def test_drift_split_of_a_long_run_tries_evenly_spaced_points(monkeypatch):
+    """Past SPLIT_POINTS intervals the search thins its candidates: the change it finds is
+    within one spacing of the true one, with the rates on either side."""
+    import importlib
+
+    import numpy as np
+
+    detect = importlib.import_module("specscope.detect")  # the module, not the function
+    monkeypatch.setattr(detect, "SPLIT_POINTS", 1000)
+    n, change_at = 20_000, 12_345
+    drafts = np.full(n, 100)
+    tokens = drafts * 4
+    accepted = np.where(np.arange(n) < change_at, 200, 80)
+    cum = [np.cumsum(x) for x in (drafts, tokens, accepted)]
+    r1, r2, at = detect.drift_split(*cum, 300, 0.05, 1.96)
+    assert abs(at - change_at) <= n // 1000
+    assert r1 == pytest.approx(0.5, abs=0.01) and r2 == pytest.approx(0.2, abs=0.01)

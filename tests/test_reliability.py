@@ -308,3 +308,33 @@ def test_stage_files_do_not_outlive_an_ingest(cli, tmp_path):
     assert cli("ingest", SEEDS / "002_2dcac71f91935498.txt", "--store", store).status == 0
     assert not (store / "stage").exists()
     assert cli("runs", "--store", store).status == 0
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_lines_at_reads_the_lines_that_lines_numbers(tmp_path, monkeypatch, chunk):
+    """The report quotes a finding's lines with ``Source.lines_at``, which counts newlines
+    in the blocks before them: the same lines as ``Source.lines`` numbers, gzip too."""
+    import gzip
+    import random
+
+    from specscope import reader
+
+    monkeypatch.setattr(reader, "_CHUNK", chunk)
+    rng = random.Random(chunk)
+    for trial in range(40):
+        parts = [
+            rng.choice(["a", "h\u00e9llo", "x" * rng.randint(0, 30), "\r", "", "b\rc"])
+            for _ in range(rng.randint(0, 300))
+        ]
+        data = ("\n".join(parts) + rng.choice(["", "\n"])).encode()
+        path = tmp_path / f"l{trial}.log"
+        if trial % 3 == 0 and chunk >= 64:
+            path = path.with_suffix(".log.gz")
+            data = gzip.compress(data)
+        path.write_bytes(data)
+        source = reader.unhashed(path)
+        numbered = dict(source.lines())
+        starts = rng.sample(range(1, len(numbered) + 3), min(5, len(numbered) + 2))
+        got = source.lines_at(starts, 4)
+        for start in starts:
+            assert got[start] == [numbered[n] for n in range(start, start + 4) if n in numbered]
