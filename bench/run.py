@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="0", help="grow the store to this many rows, e.g. 10M")
     parser.add_argument("--repeat", type=int, default=1, help="best of N for each step")
     parser.add_argument(
+        "--store", type=Path, help="only time detect and report on this store (made before)"
+    )
+    parser.add_argument(
         "--shape",
         choices=("server", "pastes", "steady"),
         default="server",
@@ -94,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="specscope-bench-"))
+    if args.store is not None:
+        try:
+            return _analyse_only(args.store, work, args.repeat)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     try:
         log = args.log
         if log is None:
@@ -135,6 +143,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ningest is {naive[0] / ingest[0]:.2f}× the speed of the naive loop")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _analyse_only(store: Path, work: Path, repeat: int) -> int:
+    import polars as pl
+
+    import specscope as sc
+
+    opened = sc.open_store(store)
+    spec = opened.spec_decode.select(pl.len()).collect().item()
+    stats = opened.engine_stats.select(pl.len()).collect().item()
+    runs = opened.runs.select(pl.len()).collect().item()
+    specscope = [sys.executable, "-m", "specscope"]
+    detect = best([*specscope, "detect", "--store", str(store), "--json"], repeat)
+    report = best(
+        [*specscope, "report", "--store", str(store), "--out", str(work / "r.html")], repeat
+    )
+    print(f"{store}: {spec:,} spec-decode rows, {stats:,} engine-stats rows, {runs} runs")
+    print(f"{platform.machine()}, {os.cpu_count()} cores, best of {repeat}")
+    print()
+    print("| step | seconds | peak RSS MB |")
+    print("|---|---:|---:|")
+    print(f"| specscope detect | {detect[0]:.2f} | {detect[1]:,} |")
+    print(f"| specscope report (HTML) | {report[0]:.2f} | {report[1]:,} |")
+    print(f"| detect + report | {detect[0] + report[0]:.2f} | |")
     return 0
 
 
