@@ -34,7 +34,6 @@ def weighted_acceptance(
         _sum("accepted_tokens"),
         _sum("drafts"),
         pl.col("accepted_tokens").filter(with_drafts).sum().alias("_acc_with_drafts"),
-        pl.col("k").drop_nulls().mode().first().alias("k"),
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
     )
@@ -46,7 +45,30 @@ def weighted_acceptance(
         .mean()
         .alias("_printed_tau"),
     )
+    # The most common k; the first seen among equals (as ingest's run summary counts it).
+    common_k = (
+        lf.filter(pl.col("k").is_not_null())
+        .group_by([*keys, "k"], maintain_order=True)
+        .agg(pl.len().alias("_n"))
+        .sort("_n", descending=True, maintain_order=True)
+        .unique(keys, keep="first", maintain_order=True)
+        .drop("_n")
+    )
     totals = totals.join(printed, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    totals = totals.join(
+        common_k, on=keys, how="left", nulls_equal=True, maintain_order="left"
+    ).select(
+        *keys,
+        "records",
+        "draft_tokens",
+        "accepted_tokens",
+        "drafts",
+        "_acc_with_drafts",
+        "k",
+        "first_ts",
+        "last_ts",
+        "_printed_tau",
+    )
     totals = (
         totals.with_columns(
             pl.when(pl.col("draft_tokens") > 0)

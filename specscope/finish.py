@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -208,14 +209,14 @@ class Stage:
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.directory / f"{table}-{self.flushes:06d}.parquet"
-        frame.write_parquet(path, compression="lz4", statistics=False)
+        path = self.directory / f"{table}-{self.flushes:06d}.arrow"
+        frame.write_ipc(path, compression="lz4")
         return path
 
     def lazy(self, table: str) -> pl.LazyFrame:
         parts = self.parts.get(table, [])
         empty = _conform(pl.DataFrame(), table).lazy()
-        frames = [p.lazy() if isinstance(p, pl.DataFrame) else pl.scan_parquet(p) for p in parts]
+        frames = [p.lazy() if isinstance(p, pl.DataFrame) else pl.scan_ipc(p) for p in parts]
         return pl.concat([empty, *frames]) if frames else empty
 
     def close(self) -> None:
@@ -236,18 +237,66 @@ def detach(parser: LineParser) -> None:
             run.last_record[key] = (table, BulkRow(line=row["line"], engine=row.get("engine")))
 
 
+class _Aggregates:
+    """What the run rows and summaries need, folded a part at a time: spans, the most
+    common k, summed counts and per-position sums per run."""
+
+    def __init__(self) -> None:
+        self.spans = _Folded(
+            lambda f: f.group_by("_run").agg(pl.col("first").min(), pl.col("last").max())
+        )
+        self.ks = _Folded(
+            lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum())
+        )
+        self.sums = _Folded(lambda f: f.group_by("_run").agg(pl.all().sum()))
+        self.positions = _Folded(
+            lambda f: f.group_by("_run", "position").agg(
+                pl.col("count").sum(), pl.col("drafts").sum()
+            )
+        )
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        self.spans.add(
+            frame.group_by("_run").agg(
+                pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")
+            )
+        )
+        if table == "spec_decode":
+            self.ks.add(
+                frame.filter(pl.col("k").is_not_null() & pl.col("_dt"))
+                .group_by("_run", "k", maintain_order=True)
+                .agg(pl.len())
+            )
+            self.sums.add(frame.group_by("_run").agg(*_PARTIAL_SUMS))
+            self.positions.add(_position_sums(frame))
+
+    def merge(self, other: _Aggregates) -> None:
+        for name in ("spans", "ks", "sums", "positions"):
+            theirs: _Folded = getattr(other, name)
+            if theirs.parts:
+                getattr(self, name).add(theirs.total())
+
+
 @dataclass
 class Finished:
-    """The rows as the store takes them, a stage part at a time, and the runs."""
+    """The rows as the store takes them, a stage part at a time, and the runs. The run
+    rows and summaries are summed from the parts as they are read (a pass of their own
+    only for the tables not read whole before ``runs`` is asked for)."""
 
     stage: Stage
-    runs: list[dict[str, Any]]
+    result: ParseResult
     counts: dict[str, int]
     first_year: int | None
     year_basis: str
-    columns: dict[str, list[pl.Expr]] = field(default_factory=dict)  # per table, to finish
-    # Per run: summed counts, rate, mean length and per-position curve (the summary).
-    acceptance: dict[int, dict[str, Any]] = field(default_factory=dict)
+    columns: dict[str, list[pl.Expr]]  # per table, to finish
+    display: str
+    source_id: str
+    user: Mapping[str, Any]
+    _aggregates: _Aggregates = field(default_factory=_Aggregates)
+    _summed: set[str] = field(default_factory=set)  # tables read whole into the aggregates
+    _runs: list[dict[str, Any]] | None = None
+    _acceptance: dict[int, dict[str, Any]] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def parts(self, table: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """The table's rows with their final columns (plus ``_run`` and ``_dt``), part by
@@ -262,17 +311,28 @@ class Finished:
                     kept.append(step)
                     have.add(step.meta.output_name())
             steps = kept
+        # A table read whole adds to the run sums; one read in part (a caller that stops
+        # early) adds nothing.
+        summing = _Aggregates() if table not in self._summed and self._runs is None else None
         for part in self.stage.parts.get(table, []):
             if isinstance(part, pl.DataFrame):
                 frame = part if columns is None else part.select(columns)
             else:
-                frame = pl.read_parquet(part, columns=columns)
+                frame = pl.read_ipc(part, columns=columns)
             # One plan per part: a frame at a time keeps memory flat (batching parts
             # together was faster by a little and cost a hundred megabytes).
             lazy = frame.lazy()
             for step in steps:
                 lazy = lazy.with_columns(step)
-            yield lazy.collect()
+            out = lazy.collect()
+            if summing is not None:
+                summing.add(table, out)
+            yield out
+        if summing is not None:
+            with self._lock:  # a caller may read tables side by side
+                if table not in self._summed:
+                    self._aggregates.merge(summing)
+                    self._summed.add(table)
 
     def collect(self) -> dict[str, pl.DataFrame]:
         """Every table whole (for `watch` and tests; ingest streams ``parts``)."""
@@ -284,6 +344,53 @@ class Finished:
             )
             for t in RECORD_TABLES
         }
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        """The run rows (spans, the most common k) of the store's ``runs`` table."""
+        if self._runs is None:
+            self._sum()
+        assert self._runs is not None
+        return self._runs
+
+    @property
+    def acceptance(self) -> dict[int, dict[str, Any]]:
+        """Per run: summed counts, rate, mean length and per-position curve (the summary)."""
+        if self._acceptance is None:
+            self._sum()
+        assert self._acceptance is not None
+        return self._acceptance
+
+    def _sum(self) -> None:
+        for table in RECORD_TABLES:
+            if table not in self._summed:
+                for _ in self.parts(table, _AGGREGATED.get(table, _STAMP)):
+                    pass
+        agg = self._aggregates
+        span_of = {
+            r["_run"]: (r["first"], r["last"]) for r in agg.spans.total().iter_rows(named=True)
+        }
+        common_k: dict[int, Any] = {}
+        if agg.ks.parts:
+            # The most common k of a run's records; the first seen among equals (Counter's way).
+            top = (
+                agg.ks.total()
+                .sort(["_run", "len"], descending=[False, True], maintain_order=True)
+                .unique("_run", keep="first", maintain_order=True)
+            )
+            common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
+        self._acceptance = _acceptance(agg.sums.total(), agg.positions.total())
+        self._runs = [
+            _run_row(
+                run,
+                span_of.get(run.ordinal, (None, None)),
+                common_k.get(run.ordinal),
+                self.display,
+                self.source_id,
+                self.user,
+            )
+            for run in self.result.runs
+        ]
 
 
 def finish(
@@ -310,51 +417,9 @@ def finish(
             steps += [pl.col("counts").fill_null("interval"), pl.col("partial").fill_null(False)]
         steps += [e for target, row in result.patches if target == table for e in _patch(row)]
         columns[table] = steps
-    done = Finished(stage, [], dict(stage.counts), first, basis, columns)
-    spans = _Folded(lambda f: f.group_by("_run").agg(pl.col("first").min(), pl.col("last").max()))
-    ks = _Folded(lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum()))
-    sums = _Folded(lambda f: f.group_by("_run").agg(pl.all().sum()))
-    positions = _Folded(
-        lambda f: f.group_by("_run", "position").agg(pl.col("count").sum(), pl.col("drafts").sum())
+    return Finished(
+        stage, result, dict(stage.counts), first, basis, columns, display, source_id, user
     )
-    for table in RECORD_TABLES:
-        for frame in done.parts(table, _AGGREGATED.get(table, _STAMP)):
-            spans.add(
-                frame.group_by("_run").agg(
-                    pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")
-                )
-            )
-            if table == "spec_decode":
-                ks.add(
-                    frame.filter(pl.col("k").is_not_null() & pl.col("_dt"))
-                    .group_by("_run", "k", maintain_order=True)
-                    .agg(pl.len())
-                )
-                sums.add(frame.group_by("_run").agg(*_PARTIAL_SUMS))
-                positions.add(_position_sums(frame))
-    span_of = {r["_run"]: (r["first"], r["last"]) for r in spans.total().iter_rows(named=True)}
-    common_k: dict[int, Any] = {}
-    if ks.parts:
-        # The most common k of a run's records; the first seen among equals (Counter's way).
-        top = (
-            ks.total()
-            .sort(["_run", "len"], descending=[False, True], maintain_order=True)
-            .unique("_run", keep="first", maintain_order=True)
-        )
-        common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
-    done.acceptance = _acceptance(sums.total(), positions.total())
-    done.runs = [
-        _run_row(
-            run,
-            span_of.get(run.ordinal, (None, None)),
-            common_k.get(run.ordinal),
-            display,
-            source_id,
-            user,
-        )
-        for run in result.runs
-    ]
-    return done
 
 
 _STAMP = ["_run", "_yr", "_off", "_month", "_day", "_time"]

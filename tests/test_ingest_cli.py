@@ -274,3 +274,23 @@ def test_a_big_log_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert "server.log" in shown and "kB" in shown, shown[-500:]
     piped = subprocess.run(cmd, capture_output=True, env=env, text=True)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_weighted_acceptance_k_is_the_most_common_the_first_seen_among_equals():
+    """As ingest's run summary counts it, and the same from one call to the next."""
+    ks = [5, 4, 4, 5, None, 3, 3, 3, 4]  # 3 and 4 three times each: 4 came first
+    frame = pl.DataFrame(
+        {
+            "run_id": ["r"] * len(ks),
+            "drafts": [10] * len(ks),
+            "draft_tokens": [30] * len(ks),
+            "accepted_tokens": [12] * len(ks),
+            "k": ks,
+            "ts": [None] * len(ks),
+            "mean_acceptance_length": [None] * len(ks),
+            "accepted_per_pos": [[6, 4, 2]] * len(ks),
+        },
+        schema_overrides={"ts": pl.Datetime, "mean_acceptance_length": pl.Float64, "k": pl.Int32},
+    )
+    for _ in range(5):
+        assert specscope.weighted_acceptance(frame)["k"].to_list() == [4]
