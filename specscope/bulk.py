@@ -175,6 +175,15 @@ class _Prepared:
     frame: pl.DataFrame  # the log header's parts, per line
     kind: np.ndarray
     records: pl.DataFrame
+    # What the walk reads by index, made beside the walk of the block before:
+    dated: np.ndarray  # the line has a timestamp
+    key_of: np.ndarray  # the line's process as a number (0: none)
+    slow: np.ndarray  # the lines fed one by one, and their text
+    slow_texts: list[str]
+    positions: list[int]  # the records' lines (within the block)
+    rec_table: list[str]
+    rec_engine: list[Any]
+    rec_format: list[str]
 
 
 class _BulkReader:
@@ -202,7 +211,32 @@ class _BulkReader:
         after_record[1:] = (kind[:-1] == RECORD) & (kind[1:] == QUIET)
         kind = np.where(after_record, SLOW, kind)
         frame = frame.select("_proc", "_pid", "_level", "_month", "_day", "_time", "_year")
-        return _Prepared(text, frame, kind, records)
+        key_of = (
+            frame.select(
+                pl.concat_str([pl.col("_proc"), pl.col("_pid").cast(pl.String)], separator=" ")
+                .rank("dense")
+                .fill_null(0)
+                .cast(pl.Int64)
+            )
+            .to_series()
+            .to_numpy()
+        )
+        slow = np.flatnonzero(kind == SLOW)
+        has = len(records) > 0
+        return _Prepared(
+            text,
+            frame,
+            kind,
+            records,
+            dated=frame["_month"].is_not_null().to_numpy(),
+            key_of=key_of,
+            slow=slow,
+            slow_texts=text.gather(slow).to_list() if len(slow) else [],
+            positions=records["_i"].to_list() if has else [],
+            rec_table=records["_table"].to_list() if has else [],
+            rec_engine=(records["engine"].to_list() if has and "engine" in records.columns else []),
+            rec_format=records["format"].to_list() if has else [],
+        )
 
     def walk(self, prepared: _Prepared | None, base: int) -> int:
         if prepared is None:
@@ -324,11 +358,9 @@ class _BulkReader:
 
     def _walk(self, p: _Prepared, base: int) -> None:
         walk = _Walk(self, p, base)
-        kind, text, records = p.kind, p.text, p.records
-        slow = np.flatnonzero(kind == SLOW)
-        slow_texts = text.gather(slow).to_list() if len(slow) else []
+        kind, records = p.kind, p.records
         start = 0
-        for j, line_text in zip(slow.tolist(), slow_texts, strict=True):
+        for j, line_text in zip(p.slow.tolist(), p.slow_texts, strict=True):
             if start < j:
                 walk.stretch(start, j)
             walk.feed(j, line_text)
@@ -410,45 +442,30 @@ class _Walk:
     def __init__(self, reader: _BulkReader, p: _Prepared, base: int) -> None:
         self.parser = reader.parser
         self.text, self.kind, self.base = p.text, p.kind, base
-        frame, kind, records = p.frame, p.kind, p.records
+        frame, kind = p.frame, p.kind
         self.has_env = kind >= ENVELOPE
         # The header's parts are read for a few lines per stretch: by index, not as lists.
         self.header = frame
-        self.dated = frame["_month"].is_not_null().to_numpy()
+        self.dated = p.dated
         n = len(kind)
         self.run_of = np.zeros(n, np.int64)  # the run a bulk record went to (0: fed)
         self.stretch_of = np.full(n, -1, np.int64)
         self.seeds: list[tuple[int, str, int, str, Any, Any]] = []
         self.stretches = 0
-        positions = records["_i"].to_list() if len(records) else []
+        positions = p.positions
         self.rec_pos = {i: j for j, i in enumerate(positions)}
         # Per line: its process as a number, and its record's table as a number.
-        self.key_of = (
-            frame.select(
-                pl.concat_str([pl.col("_proc"), pl.col("_pid").cast(pl.String)], separator=" ")
-                .rank("dense")
-                .fill_null(0)
-                .cast(pl.Int64)
-            )
-            .to_series()
-            .to_numpy()
-        )
-        table_list = records["_table"].to_list() if len(records) else []
+        self.key_of = p.key_of
+        table_list = p.rec_table
         self.table_names = sorted(set(table_list))
         self.table_of = np.zeros(len(kind), np.int64)
         if positions:
             codes = {t: c for c, t in enumerate(self.table_names)}
             self.table_of[np.asarray(positions)] = [codes[t] for t in table_list]
         self.rec_table = table_list
-        self.rec_engine = (
-            records["engine"].to_list()
-            if len(records) and "engine" in records.columns
-            else [None] * len(positions)
-        )
+        self.rec_engine = p.rec_engine or [None] * len(positions)
         servers = {s.definition.name: s.definition.engine for s in reader.plan.shapes}
-        self.rec_server = (
-            [servers.get(f) for f in records["format"].to_list()] if len(records) else []
-        )
+        self.rec_server = [servers.get(f) for f in p.rec_format]
 
     def _process(self, i: int) -> tuple[str, int]:
         return self.header["_proc"][i], self.header["_pid"][i]

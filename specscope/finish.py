@@ -42,7 +42,13 @@ _ROLLOVER = 6  # a month that jumps back by this much or more is a new year
 
 
 def schema_of(table: str) -> pl.Schema:
-    return pl.from_arrow(TABLES[table].empty_table()).schema  # type: ignore[union-attr]
+    return pl.Schema(_SCHEMAS[table])  # a copy: callers may change theirs
+
+
+_SCHEMAS = {
+    name: pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
+    for name, schema in TABLES.items()
+}
 
 
 def _arrow_type(dtype: Any) -> pa.DataType:

@@ -232,13 +232,16 @@ def _encoding(sniff: bytes, display: str) -> str:
     return "utf-8"
 
 
-def _digest(f: BinaryIO) -> tuple[str, int]:
-    h = hashlib.sha256()
+def _digest(f: BinaryIO) -> tuple[str, int, str]:
+    """The file's digest and size, and the digest of its first HEAD_BYTES."""
+    h, head = hashlib.sha256(), hashlib.sha256()
     size = 0
     while chunk := f.read(_CHUNK):
         h.update(chunk)
+        if size < HEAD_BYTES:
+            head.update(chunk[: HEAD_BYTES - size])
         size += len(chunk)
-    return h.hexdigest(), size
+    return h.hexdigest(), size, head.hexdigest()
 
 
 def unhashed(path: str | os.PathLike[str]) -> Source:
@@ -273,7 +276,9 @@ def open_source(path: str | os.PathLike[str]) -> Source:
         raise InputNotAFileError("not a regular file", path=display)
     try:
         with open(p, "rb") as f:
-            sha, size = _digest(f)
+            plain = f.read(2) != b"\x1f\x8b"
+            f.seek(0)
+            sha, size, head = _digest(f)
     except PermissionError as exc:
         raise InputUnreadableError("permission denied", path=display) from exc
     except OSError as exc:
@@ -282,7 +287,10 @@ def open_source(path: str | os.PathLike[str]) -> Source:
         raise InputEmptyError("the file is empty", path=display)
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     source = Source(text_path, display, size, sha, mtime)
-    source.identify()
+    if plain:  # the content is the file: its digests are the file's (no second read)
+        source.content_sha256, source.content_size, source.head_sha256 = sha, size, head
+    else:
+        source.identify()
     return source
 
 
