@@ -87,15 +87,17 @@ class Store:
         if not root.is_dir():
             return []
         found = [p for p in root.rglob("*.parquet") if _ingest_of(p) in committed]
+        order = {i["id"]: n for n, i in enumerate(self.manifest().get("ingests", []))}
         if table in ("runs", "sources"):
-            order = {i["id"]: n for n, i in enumerate(self.manifest().get("ingests", []))}
             latest: dict[Path, Path] = {}
             for p in found:
                 best = latest.get(p.parent)
                 if best is None or order[_ingest_of(p)] > order[_ingest_of(best)]:
                     latest[p.parent] = p
             found = list(latest.values())
-        return sorted(found)
+        # As written: by folder, by ingest (in the order they were committed: two ingests
+        # in one second have ids in random order), then by number within an ingest.
+        return sorted(found, key=lambda p: (str(p.parent), order[_ingest_of(p)], _number(p)))
 
     def table(self, name: str) -> pl.LazyFrame:
         if name not in TABLES:
@@ -226,8 +228,15 @@ def _polars_schema(name: str) -> pl.Schema:
 
 
 def _ingest_of(path: Path) -> str:
-    """The ingest id in a data file's name (``part-<id>.parquet``)."""
-    return path.stem.rsplit("-", 1)[-1]
+    """The ingest id in a data file's name (``part-<id>.parquet``, ``part-<id>.<n>.parquet``
+    for the next files of one write)."""
+    return path.name.split("-", 1)[-1].split(".", 1)[0]
+
+
+def _number(path: Path) -> int:
+    """A data file's place among the files of one write (``part-<id>.<n>.parquet``)."""
+    pieces = path.name.split(".")
+    return int(pieces[1]) if len(pieces) == 3 and pieces[1].isdigit() else 0
 
 
 class StoreWriter:
@@ -296,24 +305,27 @@ class StoreWriter:
 
     def add_parts(self, name: str, source_id: str, parts: Iterable[pl.DataFrame]) -> int:
         """Append rows of a partitioned table for one source, a frame at a time (memory
-        holds one part, however many rows there are)."""
-        dest = self.store.path / name / f"source_id={source_id}" / f"part-{self.ingest_id}.parquet"
+        holds one part, however many rows there are). A part is a row group; a file takes
+        at most ROW_GROUPS_PER_FILE of them, then the next file begins (a Parquet writer
+        holds every group's metadata until it closes)."""
+        folder = self.store.path / name / f"source_id={source_id}"
         schema = TABLES[name]
         written = 0
-        with self._atomic(dest) as tmp:
-            writer: pq.ParquetWriter | None = None
-            try:
-                for part in parts:
-                    if part.is_empty():
-                        continue
-                    if writer is None:
-                        dest.parent.mkdir(parents=True, exist_ok=True)
-                        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
-                    writer.write_table(part.to_arrow().cast(schema))
-                    written += len(part)
-            finally:
-                if writer is not None:
-                    writer.close()
+        pending = iter(p for p in parts if not p.is_empty())
+        part = next(pending, None)
+        sequence = 0
+        while part is not None:
+            stem = f"part-{self.ingest_id}" + (f".{sequence}" if sequence else "")
+            with self._atomic(folder / f"{stem}.parquet") as tmp:
+                folder.mkdir(parents=True, exist_ok=True)
+                with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+                    for _ in range(ROW_GROUPS_PER_FILE):
+                        if part is None:
+                            break
+                        writer.write_table(part.to_arrow().cast(schema))
+                        written += len(part)
+                        part = next(pending, None)
+            sequence += 1
         if written:
             self.sources.append(source_id)
         return written
@@ -346,6 +358,9 @@ class StoreWriter:
                 f"cannot commit ({exc.strerror or exc}); nothing of this ingest was committed",
                 path=str(file),
             ) from exc
+
+
+ROW_GROUPS_PER_FILE = 256
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:

@@ -338,3 +338,36 @@ def test_lines_at_reads_the_lines_that_lines_numbers(tmp_path, monkeypatch, chun
         got = source.lines_at(starts, 4)
         for start in starts:
             assert got[start] == [numbered[n] for n in range(start, start + 4) if n in numbered]
+
+
+def test_a_long_write_goes_to_several_files_read_back_in_order(tmp_path, monkeypatch):
+    """A Parquet writer keeps each row group's metadata until it closes: a table written
+    in many parts is cut into files of ROW_GROUPS_PER_FILE groups, which read back in the
+    order written, and after the files of an earlier ingest."""
+    import duckdb
+    import polars as pl
+
+    from specscope import store as store_module
+    from specscope.finish import store_columns
+
+    monkeypatch.setattr(store_module, "ROW_GROUPS_PER_FILE", 2)
+    target = store_module.Store(tmp_path / "s")
+
+    def parts(first: int, n: int) -> list[pl.DataFrame]:
+        return [
+            store_columns(
+                pl.DataFrame({"line": range(first + 10 * i, first + 10 * i + 10)}), "spec_decode"
+            )
+            for i in range(n)
+        ]
+
+    with target.writer() as writer:
+        assert writer.add_parts("spec_decode", "src", parts(1, 5)) == 50
+    with target.writer() as writer:
+        assert writer.add_parts("spec_decode", "src", parts(51, 3)) == 30
+    files = target.files("spec_decode")
+    assert len(files) == 3 + 2
+    lines = target.spec_decode.collect()["line"].to_list()
+    assert lines == list(range(1, 81))
+    glob = str(tmp_path / "s" / "spec_decode" / "*" / "*.parquet")
+    assert duckdb.sql(f"select count(*) from read_parquet('{glob}')").fetchall()[0][0] == 80
