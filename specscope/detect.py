@@ -1003,7 +1003,8 @@ def drift_split(
     # SPLIT_POINTS evenly spaced ones (a change of level does not hinge on one interval).
     after = np.arange(len(d) - 1)
     if len(after) > SPLIT_POINTS:
-        after = np.unique(np.linspace(0, len(d) - 2, SPLIT_POINTS).round().astype(np.int64))
+        spaced = np.linspace(0, len(d) - 2, SPLIT_POINTS).round().astype(np.int64)
+        after = spaced[np.r_[True, spaced[1:] != spaced[:-1]]]  # in order: drop repeats
     d1, t1, a1 = d[after], t[after], a[after]
     d2, t2, a2 = d[-1] - d1, t[-1] - t1, a[-1] - a1
     ok = (d1 >= need) & (d2 >= need) & (t1 > 0) & (t2 > 0)
