@@ -156,11 +156,22 @@ def against_running(spec: pl.DataFrame) -> alt.LayerChart | None:
 def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None:
     """Acceptance (summed counts) per run and prefix-cache hit rate, in bins of one
     percentage point (coarser when runs would give more than MAX_POINTS points)."""
-    rows = spec.filter(pl.col("prefix_cache_hit_rate").is_not_null() & (pl.col("draft_tokens") > 0))
-    if rows.height < 2 or rows["prefix_cache_hit_rate"].n_unique() < 2:
+    rows = spec.lazy().filter(
+        pl.col("prefix_cache_hit_rate").is_not_null() & (pl.col("draft_tokens") > 0)
+    )
+    # One pass for the sizes (a store may hold millions of intervals); runs come together.
+    n, rates, runs = (
+        rows.select(
+            pl.len(),
+            pl.col("prefix_cache_hit_rate").n_unique(),
+            pl.col("run_id").rle_id().max() + 1,
+        )
+        .collect()
+        .row(0)
+    )
+    if n < 2 or rates < 2:
         return None
-    runs = max(1, rows["run_id"].n_unique())
-    bins = max(2, min(100, MAX_POINTS // runs))
+    bins = max(2, min(100, MAX_POINTS // max(1, runs or 1)))
     binned = (
         rows.group_by(
             pl.col("run_id").alias("run"),
@@ -173,6 +184,7 @@ def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None
             pl.col("drafts").sum(),
         )
         .sort("run", "prefix_cache_hit_rate")
+        .collect()
     )
     data = _frame([{**r, "run": redact(r["run"])} for r in binned.to_dicts()])
     return (

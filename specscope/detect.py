@@ -153,6 +153,8 @@ _NOT_READ = (
 )
 
 
+# Read by the per-run sums only, which ``gather`` streams from the files.
+_SUMMED = ("accepted_per_pos", "mean_acceptance_length")
 _READ_ONCE = (
     "accepted_per_pos",
     "mean_acceptance_length",
@@ -172,10 +174,20 @@ def gather(
     config: Config | None = None,
     reference: list[dict[str, Any]] | None = None,
 ) -> Evidence:
+    now = now or datetime.now()
+    run_ids = list(run_ids) if run_ids is not None else None
+    # The per-run sums stream from the files: the per-position lists they read are then
+    # not held (nor copied) with the rows the detectors filter.
+    scope = pl.lit(True)
+    if run_ids:
+        scope = scope & pl.col("run_id").is_in(run_ids)
+    if since is not None:
+        scope = scope & (pl.col("ts") >= now - since)
+    per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
     # One chunk per column: a store's files come in many row groups, and polars filters
     # a frame of many chunks (or of columns chunked differently) far slower than one.
     return evidence_from(
-        store.spec_decode.select(pl.exclude(_NOT_READ)).collect().rechunk(),
+        store.spec_decode.select(pl.exclude(*_NOT_READ, *_SUMMED)).collect().rechunk(),
         store.engine_stats.select(pl.exclude(_NOT_READ)).collect().rechunk(),
         store.runs.collect(),
         store.events.collect(),
@@ -185,6 +197,7 @@ def gather(
         now=now,
         config=config,
         reference=reference,
+        per_run=per_run,
     )
 
 
@@ -200,8 +213,10 @@ def evidence_from(
     now: datetime | None = None,
     config: Config | None = None,
     reference: list[dict[str, Any]] | None = None,
+    per_run: pl.DataFrame | None = None,
 ) -> Evidence:
-    """Evidence from frames of the store's tables (a store, or what `watch` holds)."""
+    """Evidence from frames of the store's tables (a store, or what `watch` holds).
+    ``per_run``: ``weighted_acceptance`` by run of the same rows, when made already."""
     wanted = set(run_ids or ())
     if wanted:
         unknown = wanted - set(runs["run_id"].to_list())
@@ -215,14 +230,19 @@ def evidence_from(
         spec, stats = (t.filter(pl.col("ts") >= cutoff) for t in (spec, stats))
     joined = _by_run(_join_stats(spec, stats))
     stats = _by_run(stats)
-    per_run = {r["run_id"]: r for r in weighted_acceptance(joined, ["run_id"]).to_dicts()}
+    if per_run is None:
+        per_run = weighted_acceptance(joined, ["run_id"])
+    sums = {r["run_id"]: r for r in per_run.to_dicts()}
+    # In the order the runs' rows come (findings and reports list runs in it).
+    order = joined["run_id"].unique(maintain_order=True).to_list()
+    sums = {r: sums[r] for r in order if r in sums} | sums
     return Evidence(
         spec=joined,
         stats=stats,
         runs={r["run_id"]: r for r in runs.to_dicts()},
         events=events,
         bench=bench,
-        per_run=per_run,
+        per_run=sums,
         config=config or load_config(),
         reference=reference if reference is not None else load_reference(),
     )
