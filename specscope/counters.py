@@ -73,6 +73,9 @@ SERIES_NAMES = (
 )
 
 
+MAX_POSITION = 4096  # the largest per-position index read (as in log lines)
+
+
 @dataclass(frozen=True)
 class Series:
     name: str
@@ -167,7 +170,11 @@ def _samples(series: Iterable[Series]) -> _Samples:
         target = target_of(s.labels)
         tids.append(targets.setdefault(target, len(targets)))
         position = s.labels.get("position")
-        positions.append(int(position) if position is not None and position.isdigit() else None)
+        positions.append(
+            int(position)
+            if position is not None and position.isdigit() and int(position) <= MAX_POSITION
+            else None  # a position no drafter reaches is a label gone wrong: not a list
+        )
     lengths = np.asarray([len(a) for a in arrays], dtype=np.int64)
     sid = np.repeat(np.arange(len(arrays), dtype=np.int64), lengths)
     t = np.concatenate([a[:, 0] for a in arrays]) if arrays else np.empty(0)

@@ -428,3 +428,22 @@ def test_per_position_counts_run_to_the_highest_position_sampled():
 
 def test_an_ipv6_loopback_url_keeps_its_brackets():
     assert Endpoint.from_url("http://[::1]:9090/").url == "http://[::1]:9090"
+
+
+def test_a_position_label_past_any_k_is_left_out():
+    labels = {"instance": "a", "model_name": "m", "engine": "0"}
+    series = [
+        Series("vllm:spec_decode_num_drafts_total", labels, ((0, 0), (10, 10))),
+        Series(
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            {**labels, "position": "0"},
+            ((0, 0), (10, 6)),
+        ),
+        Series(
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            {**labels, "position": "9" * 12},  # would be a list of 10^12 counts
+            ((0, 0), (10, 1)),
+        ),
+    ]
+    (row,) = intervals(series).spec_decode.to_dicts()
+    assert row["accepted_per_pos"] == [6] and row["k"] == 1
