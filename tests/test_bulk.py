@@ -354,3 +354,45 @@ def test_a_config_dict_cut_off_gives_no_value_of_the_wrong_type(tmp_path: Path) 
     ingest(path, store=tmp_path / "s").raise_for_errors()
     runs = open_store(tmp_path / "s").runs.collect()
     assert runs["model"].to_list() == [None]
+
+
+def test_run_rows_are_the_same_however_the_parts_were_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run rows and summaries are summed from the parts as ingest writes them; a table read
+    only in part adds nothing, and one never read is summed on its own."""
+    from specscope import reader
+
+    monkeypatch.setattr(reader, "_CHUNK", 8192)  # blocks of about block_bytes
+    log = tmp_path / "server.log"
+    with open(log, "w") as f:
+        write_server(f, 300_000, runs=3)
+
+    def finished() -> Any:
+        src = open_source(str(log))
+        stage = Stage()
+        result = parse_source(src, GRAMMAR, stage, block_bytes=20_000)
+        assert len(stage.parts["spec_decode"]) > 3
+        return finish(
+            result,
+            stage,
+            display="log",
+            source_id="s0",
+            mtime=datetime(2026, 11, 21),
+            year=None,
+            user={},
+        )
+
+    untouched = finished()
+    expected = (untouched.runs, untouched.acceptance)  # its own pass over the stage
+    whole = finished()
+    for table in ("spec_decode", "engine_stats", "events", "bench"):
+        for _ in whole.parts(table):
+            pass
+    assert (whole.runs, whole.acceptance) == expected
+    partly = finished()
+    next(partly.parts("spec_decode"))  # a reader that stops after one part
+    for _ in partly.parts("engine_stats"):
+        pass
+    assert (partly.runs, partly.acceptance) == expected
+    assert any(r["spec_records"] for r in expected[0])
