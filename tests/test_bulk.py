@@ -32,7 +32,8 @@ FILES = sorted(
 )
 
 
-def _read(path: Path, bulk: bool, block_bytes: int = 1 << 24) -> dict[str, Any]:
+def _finished(path: Path, bulk: bool = True, block_bytes: int = 1 << 24) -> Any:
+    """The parse of ``path`` in an in-memory stage, finished (and the stage and result)."""
     src = open_source(str(path))
     stage = Stage()
     result = parse_source(src, GRAMMAR, stage, bulk=bulk, block_bytes=block_bytes)
@@ -45,6 +46,11 @@ def _read(path: Path, bulk: bool, block_bytes: int = 1 << 24) -> dict[str, Any]:
         year=None,
         user={},
     )
+    return done, stage, result
+
+
+def _read(path: Path, bulk: bool, block_bytes: int = 1 << 24) -> dict[str, Any]:
+    done, stage, result = _finished(path, bulk, block_bytes)
     return {
         "tables": done.collect(),
         "runs": done.runs,
@@ -369,19 +375,9 @@ def test_run_rows_are_the_same_however_the_parts_were_read(
         write_server(f, 300_000, runs=3)
 
     def finished() -> Any:
-        src = open_source(str(log))
-        stage = Stage()
-        result = parse_source(src, GRAMMAR, stage, block_bytes=20_000)
+        done, stage, _ = _finished(log, block_bytes=20_000)
         assert len(stage.parts["spec_decode"]) > 3
-        return finish(
-            result,
-            stage,
-            display="log",
-            source_id="s0",
-            mtime=datetime(2026, 11, 21),
-            year=None,
-            user={},
-        )
+        return done
 
     untouched = finished()
     expected = (untouched.runs, untouched.acceptance)  # its own pass over the stage
