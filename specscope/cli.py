@@ -105,7 +105,8 @@ def _progress_bar(paths: list[str]) -> Iterator[Callable[[str, int, int], None] 
     epilog="Examples:\n\n"
     "  specscope ingest server.log\n\n"
     "  docker logs -t vllm 2>&1 | specscope ingest - --set hardware=H100\n\n"
-    "  specscope ingest run1.log.gz run2.log --store ./data --json",
+    "  specscope ingest run1.log.gz run2.log --store ./data --json\n\n"
+    "  specscope ingest --jobs 2 server.log.1.gz server.log.2.gz   # two cores, two logs",
 )
 def ingest(
     paths: Annotated[
@@ -129,6 +130,14 @@ def ingest(
         ),
     ] = None,
     label: Annotated[str | None, typer.Option(help="A label for the runs of these logs.")] = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Read up to this many logs side by side, a process each (each takes the "
+            "memory one log takes). Logs that may hold the same text are read in turn.",
+        ),
+    ] = 1,
     as_json: JsonOption = False,
 ) -> None:
     """Read server logs into the store and summarise what was found.
@@ -147,6 +156,7 @@ def ingest(
                 overrides=overrides,
                 label=label,
                 progress=progress,
+                jobs=jobs,
             )
     except SpecscopeError as exc:
         raise _fail(exc) from exc

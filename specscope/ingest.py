@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +20,7 @@ from specscope.definitions import load_definitions
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
 from specscope.finish import RECORD_TABLES, Finished, Stage, finish, store_columns
 from specscope.parse import Grammar, ParseResult
-from specscope.reader import Source, open_source
+from specscope.reader import STDIN, Source, open_source
 from specscope.schema import CONFIG_COLUMNS, RUNS
 from specscope.store import Store, StoreWriter, default_store_path
 
@@ -154,14 +157,18 @@ def ingest(
     grammar: Grammar | None = None,
     bulk: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    jobs: int = 1,
 ) -> IngestReport:
     """Read logs into the store. A problem with one input is reported in its
     ``SourceReport.error`` and does not stop the others; ``raise_for_errors()`` raises it.
     ``bulk=False`` reads every line with the line parser (slower; the same tables).
-    ``progress(name, bytes read, bytes in all)`` is called as a big log is read."""
+    ``progress(name, bytes read, bytes in all)`` is called as a big log is read.
+    ``jobs``: logs read side by side, each in a process of its own (as much memory each
+    as one log takes); logs that may hold the same text are read one after the other."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     target = store if isinstance(store, Store) else Store(store or default_store_path())
+    side_by_side = jobs > 1 and grammar is None and _can_spawn() and _independent(paths)
     grammar = grammar or Grammar(load_definitions())
     user = dict(overrides or {})
     if label is not None:
@@ -170,23 +177,110 @@ def ingest(
     with target.writer() as writer:
         known = target.sources.collect().to_dicts()
         changed = False
-        for path in paths:
-            mark = writer.mark()
-            try:
-                report, row = _ingest_one(
-                    os.fspath(path), writer, known, year, user, grammar, bulk, progress
-                )
-            except SpecscopeError as exc:
-                writer.roll_back(mark)  # nothing of a source that failed half way
-                reports.append(SourceReport(os.fspath(path), "error", error=exc))
-                continue
+
+        def take(report: SourceReport, row: dict[str, Any] | None) -> None:
+            nonlocal known, changed
             reports.append(report)
             if row is not None:
                 known = [k for k in known if k["source_id"] != row["source_id"]] + [row]
                 changed = True
+
+        if side_by_side:
+            names = [os.fspath(p) for p in paths]
+            for report, row in _side_by_side(names, writer, known, year, user, bulk, jobs):
+                take(report, row)
+        else:
+            for p in paths:  # each log sees the ones before it (the same text is read once)
+                take(*_one_by_one(os.fspath(p), writer, known, year, user, grammar, bulk, progress))
         if changed:
             writer.replace_sources(known)
     return IngestReport(str(target.path), reports)
+
+
+def _one_by_one(
+    path: str,
+    writer: StoreWriter,
+    known: list[dict[str, Any]],
+    year: int | None,
+    user: dict[str, Any],
+    grammar: Grammar,
+    bulk: bool,
+    progress: Callable[[str, int, int], None] | None,
+) -> tuple[SourceReport, dict[str, Any] | None]:
+    """One log into the writer; a log that fails leaves nothing behind."""
+    mark = writer.mark()
+    try:
+        return _ingest_one(path, writer, known, year, user, grammar, bulk, progress)
+    except SpecscopeError as exc:
+        writer.roll_back(mark)  # nothing of a source that failed half way
+        return SourceReport(path, "error", error=exc), None
+
+
+def _can_spawn() -> bool:
+    """A new process imports the caller's main module by its file: there must be one
+    (``python -`` has none; a notebook or ``python -c`` has no file to import)."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    return path is None or os.path.isfile(path)
+
+
+def _independent(paths: Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether the logs can be read side by side: two or more files, none of which can hold
+    the text of another (the same content, or one grown from the other: the same head)."""
+    if len(paths) < 2 or any(os.fspath(p) == STDIN for p in paths):
+        return False
+    heads = set()
+    for p in paths:
+        try:
+            src = open_source(p)
+        except SpecscopeError:
+            continue  # its worker reports it
+        if src.head_sha256 in heads:
+            return False
+        heads.add(src.head_sha256)
+    return True
+
+
+def _side_by_side(
+    paths: list[str],
+    writer: StoreWriter,
+    known: list[dict[str, Any]],
+    year: int | None,
+    user: dict[str, Any],
+    bulk: bool,
+    jobs: int,
+) -> list[tuple[SourceReport, dict[str, Any] | None]]:
+    """Each log in a process of its own, writing its files under this writer's ingest id;
+    this writer commits them all."""
+    context = multiprocessing.get_context("spawn")  # polars' threads do not survive fork
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                _worker, str(writer.store.path), writer.ingest_id, p, known, year, user, bulk
+            )
+            for p in paths
+        ]
+        out = []
+        for future in futures:
+            report, row, written, sources = future.result()
+            writer.written.extend(written)
+            writer.sources.extend(sources)
+            out.append((report, row))
+    return out
+
+
+def _worker(
+    store_path: str,
+    ingest_id: str,
+    path: str,
+    known: list[dict[str, Any]],
+    year: int | None,
+    user: dict[str, Any],
+    bulk: bool,
+) -> tuple[SourceReport, dict[str, Any] | None, list[Path], list[str]]:
+    writer = StoreWriter(Store(store_path), ingest_id=ingest_id)
+    grammar = Grammar(load_definitions())
+    report, row = _one_by_one(path, writer, known, year, user, grammar, bulk, None)
+    return report, row, writer.written, writer.sources
 
 
 def _ingest_one(

@@ -242,9 +242,13 @@ def _number(path: Path) -> int:
 class StoreWriter:
     """Writes one ingest's files; ``commit`` makes them visible."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, ingest_id: str | None = None) -> None:
+        """``ingest_id``: write files for that ingest (a process helping the one that
+        commits it), not a new one."""
         self.store = store
-        self.ingest_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + uuid.uuid4().hex[:6]
+        self.ingest_id = ingest_id or (
+            datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + uuid.uuid4().hex[:6]
+        )
         self.written: list[Path] = []
         self.sources: list[str] = []
         self._stages = 0
@@ -291,7 +295,7 @@ class StoreWriter:
         """A folder for an ingest's rows on their way to the store (``finish.Stage``); the
         next writer removes what a killed one left there."""
         self._stages += 1
-        return self.store.path / STAGE / f"{self.ingest_id}-{self._stages}"
+        return self.store.path / STAGE / f"{self.ingest_id}-{os.getpid()}-{self._stages}"
 
     def mark(self) -> tuple[int, int]:
         """Where the writer is, to roll back to when one source fails half way."""

@@ -294,3 +294,55 @@ def test_weighted_acceptance_k_is_the_most_common_the_first_seen_among_equals():
     )
     for _ in range(5):
         assert specscope.weighted_acceptance(frame)["k"].to_list() == [4]
+
+
+def _tables(store: Path) -> dict[str, pl.DataFrame]:
+    opened = specscope.open_store(store)
+    volatile = ["ingest_id", "ingested_at"]
+    return {
+        t: getattr(opened, t).collect().drop(volatile, strict=False)
+        for t in ("spec_decode", "engine_stats", "runs", "sources", "events", "bench")
+    }
+
+
+def test_jobs_read_logs_side_by_side_into_the_same_tables(cli, tmp_path, monkeypatch):
+    """Two processes, one ingest: the store holds what reading one after the other gives,
+    and the summary lists the logs in the order given."""
+    import importlib
+
+    ingest_module = importlib.import_module("specscope.ingest")
+    calls = []
+    real = ingest_module._side_by_side
+    monkeypatch.setattr(
+        ingest_module, "_side_by_side", lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+    )
+    one, two = tmp_path / "one", tmp_path / "two"
+    r1 = cli("ingest", INT4, DFLASH, "--store", one, "--year", "2026", "--json")
+    r2 = cli("ingest", INT4, DFLASH, "--store", two, "--year", "2026", "--json", "--jobs", "2")
+    assert r1.status == r2.status == 0, r2.err
+    assert calls == [[str(INT4), str(DFLASH)]]  # the second, and only it, side by side
+    paths = [s["path"] for s in json.loads(r2.out)["sources"]]
+    assert paths == [str(INT4), str(DFLASH)]
+    first, second = _tables(one), _tables(two)
+    for table, frame in first.items():
+        assert frame.equals(second[table]), table
+    assert first["spec_decode"].height > 20
+    (committed,) = json.loads((two / "specscope.json").read_text())["ingests"]
+    assert len(committed["sources"]) == 2  # one ingest, both sources
+
+
+def test_jobs_read_logs_with_the_same_text_one_after_the_other(cli, tmp_path):
+    copy = tmp_path / "copy.log"
+    shutil.copy(INT4, copy)
+    r = cli("ingest", INT4, copy, "--store", tmp_path / "s", "--json", "--jobs", "2")
+    assert r.status == 0, r.err
+    assert [s["status"] for s in json.loads(r.out)["sources"]] == ["new", "unchanged"]
+
+
+def test_jobs_a_log_that_fails_is_reported_and_the_others_kept(cli, tmp_path):
+    store = tmp_path / "s"
+    r = cli("ingest", INT4, tmp_path / "missing.log", DFLASH, "--store", store, "--jobs", "2")
+    assert r.status == ExitStatus.INPUT_MISSING
+    assert "missing.log" in r.err and "Traceback" not in r.err + r.out
+    sources = specscope.open_store(store).sources.collect()
+    assert sorted(Path(p).name for p in sources["path"]) == sorted([INT4.name, DFLASH.name])
