@@ -191,29 +191,10 @@ def ingest(
                 take(report, row)
         else:
             for p in paths:  # each log sees the ones before it (the same text is read once)
-                take(*_one_by_one(os.fspath(p), writer, known, year, user, grammar, bulk, progress))
+                take(*_ingest_one(os.fspath(p), writer, known, year, user, grammar, bulk, progress))
         if changed:
             writer.replace_sources(known)
     return IngestReport(str(target.path), reports)
-
-
-def _one_by_one(
-    path: str,
-    writer: StoreWriter,
-    known: list[dict[str, Any]],
-    year: int | None,
-    user: dict[str, Any],
-    grammar: Grammar,
-    bulk: bool,
-    progress: Callable[[str, int, int], None] | None,
-) -> tuple[SourceReport, dict[str, Any] | None]:
-    """One log into the writer; a log that fails leaves nothing behind."""
-    mark = writer.mark()
-    try:
-        return _ingest_one(path, writer, known, year, user, grammar, bulk, progress)
-    except SpecscopeError as exc:
-        writer.roll_back(mark)  # nothing of a source that failed half way
-        return SourceReport(path, "error", error=exc), None
 
 
 def _can_spawn() -> bool:
@@ -279,7 +260,7 @@ def _worker(
 ) -> tuple[SourceReport, dict[str, Any] | None, list[Path], list[str]]:
     writer = StoreWriter(Store(store_path), ingest_id=ingest_id)
     grammar = Grammar(load_definitions())
-    report, row = _one_by_one(path, writer, known, year, user, grammar, bulk, None)
+    report, row = _ingest_one(path, writer, known, year, user, grammar, bulk, None)
     return report, row, writer.written, writer.sources
 
 
@@ -293,41 +274,47 @@ def _ingest_one(
     bulk: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[SourceReport, dict[str, Any] | None]:
-    src = open_source(path)
-    absolute = path if path == "-" else str(Path(path).resolve())
-    same = next(
-        (
-            k
-            for k in known
-            if k["sha256"] == src.sha256
-            or (k.get("content_sha256") and k["content_sha256"] == src.content_sha256)
-        ),
-        None,
-    )
-    if same is not None:
-        report = SourceReport(src.display, "unchanged", same["source_id"], same["lines"] or 0)
-        report.found = {
-            "spec_decode": same["spec_records"],
-            "engine_stats": same["stats_records"],
-            "runs": same["runs"],
-        }
-        report.notes.append(f"already in the store as {same['path']}; nothing added")
-        return report, None
-    previous = _grown_from(src, absolute, known)
-    source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
-    stage = Stage(writer.stage_path())
+    """One log into the writer; a log that fails is reported and leaves nothing behind."""
+    mark = writer.mark()
     try:
-        told = None
-        if progress is not None:
-
-            def told(done: int) -> None:
-                progress(src.display, done, src.content_size)
-
-        return _ingest_parsed(
-            src, grammar, stage, bulk, previous, source_id, absolute, writer, year, user, told
+        src = open_source(path)
+        absolute = path if path == "-" else str(Path(path).resolve())
+        same = next(
+            (
+                k
+                for k in known
+                if k["sha256"] == src.sha256
+                or (k.get("content_sha256") and k["content_sha256"] == src.content_sha256)
+            ),
+            None,
         )
-    finally:
-        stage.close()
+        if same is not None:
+            report = SourceReport(src.display, "unchanged", same["source_id"], same["lines"] or 0)
+            report.found = {
+                "spec_decode": same["spec_records"],
+                "engine_stats": same["stats_records"],
+                "runs": same["runs"],
+            }
+            report.notes.append(f"already in the store as {same['path']}; nothing added")
+            return report, None
+        previous = _grown_from(src, absolute, known)
+        source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
+        stage = Stage(writer.stage_path())
+        try:
+            told = None
+            if progress is not None:
+
+                def told(done: int) -> None:
+                    progress(src.display, done, src.content_size)
+
+            return _ingest_parsed(
+                src, grammar, stage, bulk, previous, source_id, absolute, writer, year, user, told
+            )
+        finally:
+            stage.close()
+    except SpecscopeError as exc:
+        writer.roll_back(mark)  # nothing of a source that failed half way
+        return SourceReport(path, "error", error=exc), None
 
 
 def _ingest_parsed(
