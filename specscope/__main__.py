@@ -2,4 +2,5 @@
 
 from specscope.cli import entry_point
 
-entry_point()
+if __name__ == "__main__":  # not when a process of `ingest --jobs` imports the main module
+    entry_point()
