@@ -13,6 +13,7 @@ import html
 import itertools
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -527,9 +528,36 @@ def _script_json(value: Any) -> str:
     return json.dumps(value).replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def render_html(report: Report) -> str:
+def vega_bundle() -> str:
+    """The Vega, Vega-Lite and vega-embed scripts an HTML report inlines. Building them
+    takes about a second, so they are kept in ``$SPECSCOPE_CACHE`` (default
+    ``~/.cache/specscope``) per vl-convert version; without a writable cache they are built
+    each time."""
     import vl_convert
 
+    version = getattr(vl_convert, "__version__", "unknown")
+    base = os.environ.get("SPECSCOPE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "specscope"
+    )
+    cached = Path(base) / f"vega-bundle-{version}.js"
+    try:
+        text = cached.read_text(encoding="utf-8")
+        if "vegaEmbed" in text:
+            return text
+    except OSError:
+        pass
+    text = vl_convert.javascript_bundle()
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, cached)  # never a half-written bundle under the name
+    except OSError:
+        pass
+    return text
+
+
+def render_html(report: Report) -> str:
     e = html.escape
     rows = "".join(
         "<tr>" + "".join(f"<td>{e(_cell(r.get(k), k))}</td>" for _, k in RUN_COLUMNS) + "</tr>"
@@ -566,7 +594,7 @@ def render_html(report: Report) -> str:
         + "</li>"
         for m in report.moves
     )
-    bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script")
+    bundle = vega_bundle().replace("</script", "<\\/script")
     embed = (
         "document.querySelectorAll('.chart').forEach(function (el, i) {"
         "var spec = JSON.parse(document.getElementById('spec-' + i).textContent);"

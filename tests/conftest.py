@@ -14,6 +14,14 @@ class Result:
     err: str
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache(tmp_path_factory):
+    """Reports keep the Vega bundle in a cache: the tests' own, not the user's."""
+    import os
+
+    os.environ["SPECSCOPE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.fixture
 def cli(capsys, monkeypatch, tmp_path):
     """Run the CLI in-process with a clean environment; returns (status, stdout, stderr)."""

@@ -288,3 +288,22 @@ def test_evidence_lines_point_at_each_findings_first_line(planted):
     collapse = lines_of["concurrency_collapse"]
     assert collapse["evidence"], collapse
     assert "SpecDecoding metrics" in collapse["evidence"][0] or "Engine" in collapse["evidence"][0]
+
+
+def test_the_vega_bundle_is_built_once_and_kept_whole(tmp_path, monkeypatch):
+    import vl_convert
+
+    from specscope.report import vega_bundle
+
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path / "cache"))
+    built = []
+    real = vl_convert.javascript_bundle
+    monkeypatch.setattr(vl_convert, "javascript_bundle", lambda: built.append(1) or real())
+    first = vega_bundle()
+    assert vega_bundle() == first and len(built) == 1 and "vegaEmbed" in first
+    (cached,) = (tmp_path / "cache").iterdir()
+    cached.write_text("truncated")  # not a bundle: built again, and kept
+    assert vega_bundle() == first and len(built) == 2
+    assert cached.read_text() == first
+    monkeypatch.setenv("SPECSCOPE_CACHE", "/proc/no/such/dir")  # unwritable: built each time
+    assert vega_bundle() == first and len(built) == 3
