@@ -7,6 +7,10 @@
 Rows without drafts (a 0.8.3 line with no per-position list and no known k) still count
 in the rate but not in τ or a_i. Where no row has counts (SGLang prints only each
 interval's mean length) τ is the mean of the printed values, flagged ``estimated``.
+
+The sums add up across parts (``sums``, ``add_totals``, ``add_positions``, ``from_sums``):
+ingest sums a log a part at a time, ``weighted_acceptance`` a table at once, with the same
+arithmetic.
 """
 
 from __future__ import annotations
@@ -15,83 +19,27 @@ from collections.abc import Sequence
 
 import polars as pl
 
-
-def _sum(column: str) -> pl.Expr:
-    """The sum, or null when no row has the count (not a misleading 0)."""
-    return pl.when(pl.col(column).count() > 0).then(pl.col(column).sum()).alias(column)
+_COUNTS = ("draft_tokens", "accepted_tokens", "drafts")
+_WITH_DRAFTS = pl.col("drafts").is_not_null()
 
 
-def weighted_acceptance(
-    spec: pl.LazyFrame | pl.DataFrame, by: Sequence[str] = ("run_id",)
-) -> pl.DataFrame:
-    """One row per group of ``by``: records, counts, rate, τ and the per-position curve."""
-    lf = spec.lazy()
-    keys = list(by)
-    with_drafts = pl.col("drafts").is_not_null()
-    totals = lf.group_by(keys, maintain_order=True).agg(
+def sums(spec: pl.LazyFrame, keys: Sequence[str]) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per group of ``keys``: the counts, how many rows had each, and the printed mean
+    lengths of rows without counts; and per group and position, the accepted counts and
+    the drafts that reached it. Groups come in the order they first appear."""
+    keys = list(keys)
+    totals = spec.group_by(keys, maintain_order=True).agg(
         pl.len().alias("records"),
-        _sum("draft_tokens"),
-        _sum("accepted_tokens"),
-        _sum("drafts"),
-        pl.col("accepted_tokens").filter(with_drafts).sum().alias("_acc_with_drafts"),
+        *(e for c in _COUNTS for e in (pl.col(c).sum(), pl.col(c).count().alias(f"{c}_n"))),
+        pl.col("accepted_tokens").filter(_WITH_DRAFTS).sum().alias("acc_with_drafts"),
+        # Servers that print no counts (SGLang) give only each interval's mean length.
+        pl.col("mean_acceptance_length").filter(~_WITH_DRAFTS).sum().alias("tau_sum"),
+        pl.col("mean_acceptance_length").filter(~_WITH_DRAFTS).count().alias("tau_n"),
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
     )
-    # Servers that print no counts (SGLang) give only each interval's mean length: their
-    # mean is the one estimate there is, and says so.
-    printed = lf.group_by(keys, maintain_order=True).agg(
-        pl.col("mean_acceptance_length")
-        .filter(pl.col("drafts").is_null())
-        .mean()
-        .alias("_printed_tau"),
-    )
-    # The most common k; the first seen among equals (as ingest's run summary counts it).
-    common_k = (
-        lf.filter(pl.col("k").is_not_null())
-        .group_by([*keys, "k"], maintain_order=True)
-        .agg(pl.len().alias("_n"))
-        .sort("_n", descending=True, maintain_order=True)
-        .unique(keys, keep="first", maintain_order=True)
-        .drop("_n")
-    )
-    totals = totals.join(printed, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    totals = totals.join(
-        common_k, on=keys, how="left", nulls_equal=True, maintain_order="left"
-    ).select(
-        *keys,
-        "records",
-        "draft_tokens",
-        "accepted_tokens",
-        "drafts",
-        "_acc_with_drafts",
-        "k",
-        "first_ts",
-        "last_ts",
-        "_printed_tau",
-    )
-    totals = (
-        totals.with_columns(
-            pl.when(pl.col("draft_tokens") > 0)
-            .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
-            .otherwise(None)
-            .alias("acceptance_rate"),
-            pl.when(pl.col("drafts") > 0)
-            .then(1 + pl.col("_acc_with_drafts") / pl.col("drafts"))
-            .otherwise(None)
-            .alias("mean_acceptance_length"),
-        )
-        .with_columns(
-            (
-                pl.col("mean_acceptance_length").is_null() & pl.col("_printed_tau").is_not_null()
-            ).alias("estimated"),
-        )
-        .with_columns(
-            pl.coalesce("mean_acceptance_length", "_printed_tau").alias("mean_acceptance_length"),
-        )
-        .drop("_acc_with_drafts", "_printed_tau")
-    )
-    per_pos = (
-        lf.filter(pl.col("accepted_per_pos").is_not_null() & with_drafts)
+    positions = (
+        spec.filter(pl.col("accepted_per_pos").is_not_null() & _WITH_DRAFTS)
         .select(
             *keys,
             "drafts",
@@ -101,7 +49,60 @@ def weighted_acceptance(
         .explode("count", "position")
         .group_by([*keys, "position"])
         .agg(pl.col("count").sum(), pl.col("drafts").sum())
-        .sort([*keys, "position"])
+    )
+    return totals, positions
+
+
+def add_totals(totals: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The ``sums`` totals of several parts (concatenated in order) as those of one."""
+    return totals.group_by(list(keys), maintain_order=True).agg(
+        pl.exclude("first_ts", "last_ts").sum(),
+        pl.col("first_ts").min(),
+        pl.col("last_ts").max(),
+    )
+
+
+def add_positions(positions: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The ``sums`` position counts of several parts as those of one."""
+    return positions.group_by([*keys, "position"]).agg(
+        pl.col("count").sum(), pl.col("drafts").sum()
+    )
+
+
+def from_sums(totals: pl.LazyFrame, positions: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
+    """Records, counts, rate, τ (``estimated`` when printed, not counted) and the
+    per-position curve, from ``sums``."""
+    keys = list(keys)
+    counted = {c: pl.when(pl.col(f"{c}_n") > 0).then(pl.col(c)).alias(c) for c in _COUNTS}
+    printed = pl.when(pl.col("tau_n") > 0).then(pl.col("tau_sum") / pl.col("tau_n"))
+    tau = (
+        pl.when(pl.col("drafts") > 0)
+        .then(1 + pl.col("acc_with_drafts") / pl.col("drafts"))
+        .otherwise(None)
+    )
+    out = (
+        totals.with_columns(counted.values())
+        .with_columns(
+            pl.when(pl.col("draft_tokens") > 0)
+            .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
+            .otherwise(None)
+            .alias("acceptance_rate"),
+            pl.coalesce(tau, printed).alias("mean_acceptance_length"),
+            (tau.is_null() & printed.is_not_null()).alias("estimated"),
+        )
+        .select(
+            *keys,
+            "records",
+            *_COUNTS,
+            "first_ts",
+            "last_ts",
+            "acceptance_rate",
+            "mean_acceptance_length",
+            "estimated",
+        )
+    )
+    curves = (
+        positions.sort([*keys, "position"])
         .group_by(keys, maintain_order=True)
         .agg(
             pl.when(pl.col("drafts") > 0)
@@ -111,9 +112,30 @@ def weighted_acceptance(
             pl.col("count").alias("accepted_per_pos"),
         )
     )
-    return totals.join(
-        per_pos, on=keys, how="left", nulls_equal=True, maintain_order="left"
-    ).collect(engine="streaming")
+    return out.join(curves, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
-__all__ = ["weighted_acceptance"]
+def weighted_acceptance(
+    spec: pl.LazyFrame | pl.DataFrame, by: Sequence[str] = ("run_id",)
+) -> pl.DataFrame:
+    """One row per group of ``by``: records, counts, k, rate, τ and the per-position curve."""
+    lf = spec.lazy()
+    keys = list(by)
+    # The most common k; the first seen among equals (as ingest's run summary counts it).
+    common_k = (
+        lf.filter(pl.col("k").is_not_null())
+        .group_by([*keys, "k"], maintain_order=True)
+        .agg(pl.len().alias("_n"))
+        .sort("_n", descending=True, maintain_order=True)
+        .unique(keys, keep="first", maintain_order=True)
+        .drop("_n")
+    )
+    out = from_sums(*sums(lf, keys), keys).join(
+        common_k, on=keys, how="left", nulls_equal=True, maintain_order="left"
+    )
+    columns = out.collect_schema().names()
+    at = columns.index("drafts") + 1  # k beside the counts, as before
+    return out.select(*columns[:at], "k", *columns[at:-1]).collect(engine="streaming")
+
+
+__all__ = ["add_positions", "add_totals", "from_sums", "sums", "weighted_acceptance"]

@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from specscope.acceptance import add_positions, add_totals, from_sums, sums
 from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
@@ -254,12 +255,8 @@ class _Aggregates:
         self.ks = _Folded(
             lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum())
         )
-        self.sums = _Folded(lambda f: f.group_by("_run").agg(pl.all().sum()))
-        self.positions = _Folded(
-            lambda f: f.group_by("_run", "position").agg(
-                pl.col("count").sum(), pl.col("drafts").sum()
-            )
-        )
+        self.sums = _Folded(lambda f: add_totals(f, ["_run"]))
+        self.positions = _Folded(lambda f: add_positions(f, ["_run"]))
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         self.spans.add(
@@ -273,8 +270,9 @@ class _Aggregates:
                 .group_by("_run", "k", maintain_order=True)
                 .agg(pl.len())
             )
-            self.sums.add(frame.group_by("_run").agg(*_PARTIAL_SUMS))
-            self.positions.add(_position_sums(frame))
+            totals, positions = sums(frame.lazy(), ["_run"])
+            self.sums.add(totals.collect())
+            self.positions.add(positions.collect())
 
     def merge(self, other: _Aggregates) -> None:
         for name in ("spans", "ks", "sums", "positions"):
@@ -443,70 +441,28 @@ _AGGREGATED = {
         "mean_acceptance_length",
     ]
 }
-_WITH_DRAFTS = pl.col("drafts").is_not_null()
-# Sums that add up across parts (``acceptance.weighted_acceptance``, a part at a time).
-_PARTIAL_SUMS = [
-    *(
-        e
-        for c in ("draft_tokens", "accepted_tokens", "drafts")
-        for e in (pl.col(c).sum().alias(c), pl.col(c).count().alias(f"{c}_n"))
-    ),
-    pl.col("accepted_tokens").filter(_WITH_DRAFTS).sum().alias("acc_with_drafts"),
-    pl.col("mean_acceptance_length").filter(~_WITH_DRAFTS).sum().alias("tau_sum"),
-    pl.col("mean_acceptance_length").filter(~_WITH_DRAFTS).count().alias("tau_n"),
-]
 
 
-def _position_sums(frame: pl.DataFrame) -> pl.DataFrame:
-    return (
-        frame.filter(pl.col("accepted_per_pos").is_not_null() & _WITH_DRAFTS)
-        .select(
-            "_run",
-            "drafts",
-            pl.col("accepted_per_pos").alias("count"),
-            pl.int_ranges(pl.col("accepted_per_pos").list.len()).alias("position"),
-        )
-        .explode("count", "position")
-        .group_by("_run", "position")
-        .agg(pl.col("count").sum(), pl.col("drafts").sum())
-    )
-
-
-def _acceptance(total: pl.DataFrame, positions: pl.DataFrame) -> dict[int, dict[str, Any]]:
-    """A run's acceptance from its summed counts (never a mean of interval ratios)."""
-    if total.is_empty():
+def _acceptance(totals: pl.DataFrame, positions: pl.DataFrame) -> dict[int, dict[str, Any]]:
+    """A run's acceptance from its summed counts (``acceptance.from_sums``)."""
+    if totals.is_empty():
         return {}
-    curves: dict[int, list[float | None]] = {}
-    if not positions.is_empty():
-        for run, rows in (
-            positions.sort("_run", "position").partition_by("_run", as_dict=True).items()
-        ):
-            curves[run[0]] = [
-                c / d if d > 0 else None
-                for c, d in zip(rows["count"].to_list(), rows["drafts"].to_list(), strict=True)
-            ]
-    out = {}
-    for r in total.iter_rows(named=True):
-        got = {
-            c: r[c] if r[f"{c}_n"] else None for c in ("draft_tokens", "accepted_tokens", "drafts")
-        }
-        rate = (
-            got["accepted_tokens"] / got["draft_tokens"]
-            if got["draft_tokens"] and got["accepted_tokens"] is not None
-            else None
+    if positions.is_empty():
+        positions = pl.DataFrame(
+            schema={"_run": pl.Int64, "position": pl.Int64, "count": pl.Int64, "drafts": pl.Int64}
         )
-        tau = 1 + r["acc_with_drafts"] / got["drafts"] if got["drafts"] else None
-        estimated = tau is None and r["tau_n"] > 0
-        if estimated:
-            tau = r["tau_sum"] / r["tau_n"]
-        out[r["_run"]] = {
-            **got,
-            "acceptance_rate": rate,
-            "mean_acceptance_length": tau,
-            "per_position": curves.get(r["_run"]),
-            "estimated": estimated,
-        }
-    return out
+    done = from_sums(totals.lazy(), positions.lazy(), ["_run"]).collect()
+    summary = (*_SUMMARY, "per_position", "estimated")
+    return {r["_run"]: {k: r[k] for k in summary} for r in done.iter_rows(named=True)}
+
+
+_SUMMARY = (
+    "draft_tokens",
+    "accepted_tokens",
+    "drafts",
+    "acceptance_rate",
+    "mean_acceptance_length",
+)
 
 
 class _Folded:
