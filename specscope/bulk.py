@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from specscope.clean import ANSI
 from specscope.definitions import Definition, PlainShape
 from specscope.finish import Stage, detach
 from specscope.parse import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
@@ -46,9 +47,8 @@ _UNDATED = _HEAD + r"(?P<_body>\S.*)$"
 # What the line parser would clean away or read as more than one line's worth: colour,
 # markdown, full-width punctuation, trailing space, a carriage return.
 _WRAPPED = ("[\x1b\r`*<\uff1a\uff0c]", r"\s$")  # two searches: far faster than one
-# ``clean.clean_line``'s colour codes, and the prefixes it peels that the bulk reader
-# peels too: a compose service name, a docker/kubectl/CRI timestamp (which gives the year).
-_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
+# Of the prefixes ``clean.clean_line`` peels, those the bulk reader peels too (the rest go
+# to the line parser): a compose service name, a docker/kubectl/CRI timestamp (the year).
 _PREFIX = (
     r"^(?:[A-Za-z0-9][\w.-]{0,80}\s*\|\s?)?"
     r"(?:(\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -259,7 +259,7 @@ class _BulkReader:
         coloured = raw.str.contains("\x1b", literal=True)
         t = pl.col("_clean")
         df = pl.DataFrame([text]).with_columns(
-            pl.when(coloured).then(raw.str.replace_all(_ANSI, "")).otherwise(raw).alias("_clean")
+            pl.when(coloured).then(raw.str.replace_all(ANSI, "")).otherwise(raw).alias("_clean")
         )
         prefixed = ~t.str.starts_with("(")
         df = df.with_columns(

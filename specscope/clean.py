@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import regex
 
-_ANSI = regex.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Colour and terminal escapes (the pattern is shared with the bulk reader's polars pass).
+ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
+_ANSI = regex.compile(ANSI)
 # Escapes that lost their ESC byte on the way into an issue ("[0;36m(APIServer ...").
 _BARE_SGR = regex.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m(?=\S|$)")
 _RFC3339 = regex.compile(

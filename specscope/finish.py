@@ -150,7 +150,7 @@ class _Years:
 
 @dataclass
 class Stage:
-    """Rows out of the parser, table by table, in log order: in Parquet files under
+    """Rows out of the parser, table by table, in log order: in Arrow files under
     ``directory`` (removed by ``close``), or in memory without one (small inputs)."""
 
     directory: Path | None = None
