@@ -155,14 +155,9 @@ _NOT_READ = (
 
 # Read by the per-run sums only, which ``gather`` streams from the files.
 _SUMMED = ("accepted_per_pos", "mean_acceptance_length")
-_READ_ONCE = (
-    "accepted_per_pos",
-    "mean_acceptance_length",
-    "acceptance_rate",
-    "source",
-    "source_id",
-    "stats_line",
-)
+# Not in the rows detectors filter run by run (``watch`` passes frames with every column):
+# what the per-run sums and the stats join read, once.
+_READ_ONCE = (*_SUMMED, *_NOT_READ, "source_id", "stats_line")
 
 
 def gather(
