@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -300,7 +299,6 @@ class Finished:
     _summed: set[str] = field(default_factory=set)  # tables read whole into the aggregates
     _runs: list[dict[str, Any]] | None = None
     _acceptance: dict[int, dict[str, Any]] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def parts(self, table: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """The table's rows with their final columns (plus ``_run`` and ``_dt``), part by
@@ -332,11 +330,9 @@ class Finished:
             if summing is not None:
                 summing.add(table, out)
             yield out
-        if summing is not None:
-            with self._lock:  # a caller may read tables side by side
-                if table not in self._summed:
-                    self._aggregates.merge(summing)
-                    self._summed.add(table)
+        if summing is not None and table not in self._summed:
+            self._aggregates.merge(summing)
+            self._summed.add(table)
 
     def collect(self) -> dict[str, pl.DataFrame]:
         """Every table whole (for `watch` and tests; ingest streams ``parts``)."""
