@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,12 +27,13 @@ import numpy as np
 import polars as pl
 import regex
 import requests
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from specscope.counters import SERIES_NAMES, Intervals, Series, intervals
 from specscope.errors import PrometheusError, UsageError
 from specscope.finish import store_columns
+from specscope.matrix import Answer, SeriesKey, decode_all
 from specscope.store import Store, StoreWriter, default_store_path
 
 TOKEN_ENV = "SPECSCOPE_PROMETHEUS_TOKEN"
@@ -41,6 +43,7 @@ DEFAULT_WINDOW_S = 1800
 MIN_WINDOW_S = 1
 # The sample before a window's first interval lies in the window before it.
 LOOKBACK_S = 600
+_BATCH_BYTES = 8 << 20  # answers decoded together
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 _DURATION = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|m|h|d|w)")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -189,23 +192,46 @@ class Client:
         )
         if isinstance(endpoint.verify, str):
             session.verify = endpoint.verify
+        self.session = session
+        self.auth = _settle_environment(session, endpoint)
         self.requests = 0
 
-    def range_vector(self, selector: str, seconds: int, at: float) -> list[dict[str, Any]]:
+    def range_body(self, selector: str, seconds: int, at: float) -> bytes:
+        """The answer to ``selector[seconds]`` at ``at``, undecoded."""
         self.requests += 1
+        # Not ``custom_query``: it decodes the answer with ``json``, the slowest part of a
+        # pull; ``matrix.decode`` reads Prometheus' layout in bulk.
         try:
-            result = self.prom.custom_query(f"{selector}[{seconds}s]", params={"time": f"{at:.3f}"})
-        except PrometheusApiClientException as exc:
-            raise PrometheusError(f"{self.endpoint.url} answered: {_short(exc)}") from exc
+            response = self.session.get(
+                f"{self.prom.url}/api/v1/query",
+                params={"query": f"{selector}[{seconds}s]", "time": f"{at:.3f}"},
+                headers=self.prom.headers,
+                auth=self.auth,
+                timeout=self.timeout,
+            )
         except requests.exceptions.RequestException as exc:
             raise PrometheusError(
                 f"cannot reach {self.endpoint.url} ({type(exc).__name__})"
             ) from exc
-        except ValueError as exc:  # a body that is not JSON
-            raise PrometheusError(f"{self.endpoint.url} sent a malformed answer") from exc
-        if not isinstance(result, list):
-            raise PrometheusError(f"{self.endpoint.url} sent a malformed answer")
-        return result
+        if response.status_code != 200:
+            raise PrometheusError(
+                f"{self.endpoint.url} answered: "
+                + _short(f"HTTP Status Code {response.status_code} ({response.content!r})")
+            )
+        return response.content
+
+
+def _settle_environment(session: requests.Session, endpoint: Endpoint) -> Any:
+    """Look up once what requests would look up in the environment before every request
+    (proxies, a CA bundle, .netrc; a tenth of a pull's time on loopback); the credentials
+    to send."""
+    session.proxies.update(requests.utils.get_environ_proxies(endpoint.url))
+    if session.verify is True:
+        session.verify = (
+            os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        )
+    session.trust_env = False
+    return endpoint.auth or requests.utils.get_netrc_auth(endpoint.url)
 
 
 def _loopback(url: str) -> bool:
@@ -218,7 +244,7 @@ def _loopback(url: str) -> bool:
         return False
 
 
-def _short(exc: Exception) -> str:
+def _short(exc: Exception | str) -> str:
     text = " ".join(str(exc).split())
     return text[:300]
 
@@ -227,47 +253,94 @@ def _source_id(url: str, selector: str | None) -> str:
     return "p" + hashlib.sha256(f"{url}|{selector or ''}".encode()).hexdigest()[:10]
 
 
-Chunks = dict[tuple[str, str], list[np.ndarray]]  # per (name, labels): (n, 2) sample arrays
-
-
-def _collect(client: Client, selector: str, window: Window, series: Chunks) -> int:
-    """Read one window into ``series``; split it when the server finds it too big."""
+def _fetch(client: Client, selector: str, window: Window) -> list[tuple[Window, bytes]]:
+    """One window's answers, in halves while the server finds a window too big."""
     seconds = max(1, round(window.end - window.start))
     try:
-        result = client.range_vector(selector, seconds, window.end)
+        return [(window, client.range_body(selector, seconds, window.end))]
     except PrometheusError as exc:
         if _TOO_MANY.search(exc.message) and seconds > MIN_WINDOW_S:
             middle = window.start + (window.end - window.start) / 2
-            return _collect(client, selector, Window(window.start, middle), series) + _collect(
-                client, selector, Window(middle, window.end), series
+            return _fetch(client, selector, Window(window.start, middle)) + _fetch(
+                client, selector, Window(middle, window.end)
             )
         raise
-    count = 0
-    for item in result:
-        metric, values = item.get("metric"), item.get("values")
-        if not isinstance(metric, dict) or not isinstance(values, list):
-            raise PrometheusError(f"{client.endpoint.url} sent a malformed answer")
-        name = metric.get("__name__", "")
-        key = (
-            name,
-            json.dumps({k: v for k, v in metric.items() if k != "__name__"}, sort_keys=True),
-        )
-        chunks = series.setdefault(key, [])
-        if not values:
-            continue
-        try:
-            times, samples = zip(*values, strict=True)
-            at = np.array(times, dtype=np.float64)
-            sample = np.array(samples, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise PrometheusError(f"{client.endpoint.url} sent a malformed sample") from exc
+
+
+_Failure = tuple[Window, str]  # a window and what went wrong with it
+
+
+class _Gathered:
+    """A pull's samples, per series in the order they came. Answers wait undecoded until
+    a few MB of them are there, then are decoded in one call."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.ids: dict[SeriesKey, int] = {}
+        self.started: list[bool] = []  # per series: a sample of it is kept
+        self.rows: list[np.ndarray] = []
+        self.row_ids: list[np.ndarray] = []
+        self.samples = 0
+        self.until: float | None = None  # the end of the last window wholly kept
+        self.waiting: list[tuple[Window, list[tuple[Window, bytes]]]] = []
+        self.waiting_bytes = 0
+
+    def take(self, window: Window, answers: list[tuple[Window, bytes]]) -> _Failure | None:
+        """Queue the answers for ``window`` (one, or one per part of a split window)."""
+        self.waiting.append((window, answers))
+        self.waiting_bytes += sum(len(body) for _, body in answers)
+        return self.settle() if self.waiting_bytes >= _BATCH_BYTES else None
+
+    def settle(self) -> _Failure | None:
+        """Decode and keep what waits, in order, up to the first malformed answer: that
+        answer's window and what is wrong, if there is one."""
+        waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
+        decoded = iter(decode_all([body for _, answers in waiting for _, body in answers]))
+        for window, answers in waiting:
+            for part, _ in answers:
+                got = next(decoded)
+                if isinstance(got, ValueError):
+                    return window, f"{self.url} sent a malformed answer"
+                self.samples += self._add(part, got)
+            self.until = window.end
+        return None
+
+    def _add(self, window: Window, answer: Answer) -> int:
+        at = answer.samples[:, 0]
         keep = (at > window.start) & (at <= window.end)  # a boundary sample: one window
-        if not chunks:
-            keep[0] = True  # a series' first sample, whatever its window
-        kept = np.column_stack((at[keep], sample[keep]))
-        chunks.append(kept)
-        count += len(kept)
-    return count
+        ids = np.empty(len(answer.keys), dtype=np.int64)
+        first = 0
+        for i, (key, n) in enumerate(zip(answer.keys, answer.counts, strict=True)):
+            sid = ids[i] = self.ids.setdefault(key, len(self.ids))
+            if sid == len(self.started):
+                self.started.append(False)
+            if n and not self.started[sid]:
+                keep[first] = True  # a series' first sample, whatever its window
+                self.started[sid] = True
+            first += n
+        self.rows.append(answer.samples[keep])
+        self.row_ids.append(np.repeat(ids, answer.counts)[keep])
+        return int(keep.sum())
+
+    def series(self) -> list[Series]:
+        """Every series named in an answer, with its samples (none, for some)."""
+        ids = np.concatenate(self.row_ids) if self.row_ids else np.empty(0, dtype=np.int64)
+        rows = np.concatenate(self.rows) if self.rows else np.empty((0, 2))
+        rows = rows[np.argsort(ids, kind="stable")]
+        ends = np.cumsum(np.bincount(ids, minlength=len(self.ids)))
+        return [
+            Series(name, json.loads(labels), rows[ends[sid - 1] if sid else 0 : ends[sid]])
+            for (name, labels), sid in self.ids.items()
+        ]
+
+
+def _windows(start: float, stop: float, width: int) -> list[Window]:
+    out: list[Window] = []
+    edge = start
+    while edge < stop:
+        out.append(Window(edge, min(stop, edge + width)))
+        edge = out[-1].end
+    return out
 
 
 def pull(
@@ -314,26 +387,33 @@ def pull(
             report.watermark = t_start
             return report
         client = Client(endpoint, timeout=timeout, retries=retries)
-        series: Chunks = {}
-        read_until = t_start.timestamp() - LOOKBACK_S
-        edge = read_until
-        stop = t_end.timestamp()
-        while edge < stop:
-            window = Window(edge, min(stop, edge + window_s))
-            try:
-                report.samples += _collect(client, query, window, series)
-            except PrometheusError as exc:
-                report.failed.append(f"{_iso(window.start)} .. {_iso(window.end)}: {exc.message}")
-                break
-            edge = read_until = window.end
+        gathered = _Gathered(endpoint.url)
+        windows = _windows(t_start.timestamp() - LOOKBACK_S, t_end.timestamp(), window_s)
+        failed: _Failure | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="specscope-pull") as ahead:
+            pending = ahead.submit(_fetch, client, query, windows[0])
+            for i, window in enumerate(windows):
+                try:
+                    answers = pending.result()
+                except PrometheusError as exc:
+                    failed = (window, exc.message)
+                    break
+                # The next window is asked for while this one is decoded; none is asked
+                # for after a failure.
+                if i + 1 < len(windows):
+                    pending = ahead.submit(_fetch, client, query, windows[i + 1])
+                if failed := gathered.take(window, answers):
+                    break
+        failed = gathered.settle() or failed  # a malformed answer comes before the failure
+        if failed:
+            window, message = failed
+            report.failed.append(f"{_iso(window.start)} .. {_iso(window.end)}: {message}")
+        report.samples = gathered.samples
+        read_until = gathered.until if gathered.until is not None else windows[0].start
         report.requests = client.requests
-        if report.failed and not series:
+        if report.failed and not gathered.ids:
             raise PrometheusError(report.failed[0].split(": ", 1)[1])
-        batch = [
-            Series(name, json.loads(labels), np.concatenate(chunks) if chunks else ())
-            for (name, labels), chunks in series.items()
-        ]
-        got = intervals(batch, after=None)
+        got = intervals(gathered.series(), after=None)
         report.notes.extend(got.notes)
         store_intervals(writer, target, got, report, marks, previous, read_until, known)
     return report
