@@ -187,6 +187,7 @@ class Misbehaving:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.requests = 0
+        self.paths: list[str] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -206,6 +207,9 @@ class Misbehaving:
                         self._send(500, b'{"status":"error","error":"gone"}')
                     else:
                         self._send(200, _matrix(self.path))
+                elif outer.mode == "matrix":  # also as an HTTP proxy: the path is a URL
+                    outer.paths.append(self.path)
+                    self._send(200, _matrix(self.path))
                 elif outer.mode == "malformed":
                     self._send(200, b'{"status":"success","data":{"result": [oops')
                 else:

@@ -447,3 +447,21 @@ def test_a_position_label_past_any_k_is_left_out():
     ]
     (row,) = intervals(series).spec_decode.to_dicts()
     assert row["accepted_per_pos"] == [6] and row["k"] == 1
+
+
+def test_a_proxy_from_the_environment_is_used(tmp_path, monkeypatch):
+    # requests reads the environment once per pull, not per request: still read.
+    from .prom_servers import free_port
+
+    proxy = Misbehaving("matrix")
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("http_proxy", proxy.url)
+    target = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    try:
+        report = specscope.pull(target, store=tmp_path / "s", since="1h", retries=0)
+    finally:
+        proxy.stop()
+    assert proxy.paths and all(p.startswith(f"{target}/api/v1/query?") for p in proxy.paths)
+    assert report.failed == [] and report.added["spec_decode"] > 0
