@@ -43,7 +43,7 @@ DEFAULT_WINDOW_S = 1800
 MIN_WINDOW_S = 1
 # The sample before a window's first interval lies in the window before it.
 LOOKBACK_S = 600
-_BATCH_BYTES = 8 << 20  # answers decoded together
+_BATCH_BYTES = 2 << 20  # answers decoded together
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 _DURATION = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|m|h|d|w)")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
