@@ -181,9 +181,17 @@ def gather(
     per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
     # One chunk per column: a store's files come in many row groups, and polars filters
     # a frame of many chunks (or of columns chunked differently) far slower than one.
+    # The run as a category: a string per row costs more to copy than all else together.
+    as_category = pl.col("run_id").cast(pl.Categorical)
     return evidence_from(
-        store.spec_decode.select(pl.exclude(*_NOT_READ, *_SUMMED)).collect().rechunk(),
-        store.engine_stats.select(pl.exclude(_NOT_READ)).collect().rechunk(),
+        store.spec_decode.select(pl.exclude(*_NOT_READ, *_SUMMED))
+        .with_columns(as_category)
+        .collect()
+        .rechunk(),
+        store.engine_stats.select(pl.exclude(_NOT_READ))
+        .with_columns(as_category)
+        .collect()
+        .rechunk(),
         store.runs.collect(),
         store.events.collect(),
         store.bench.collect(),
