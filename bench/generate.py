@@ -18,6 +18,7 @@ import gzip
 import random
 import re
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO
 
@@ -27,6 +28,7 @@ import synth
 
 WRAPPED = (("glue",), ("hardwrap",), ("compose",), ("ansi",), ("noise",), ("glue", "compose"))
 _PID = re.compile(r"pid=(\d+)")
+_STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 _SPEC = "SpecDecoding metrics"
 
 
@@ -157,10 +159,14 @@ def write_server(
         out.write(block)
         written += len(block)
         share = size * (r + 1) // runs
+        span = _span(intervals)
         i = 0
         while written < share:
+            # Each pass over the run's intervals comes later, as a server's log does.
+            later = span * (i // len(intervals))
             group = [
-                ln.replace(f"pid={pid})", f"pid={new_pid})") for ln in intervals[i % len(intervals)]
+                _later(ln, later).replace(f"pid={pid})", f"pid={new_pid})")
+                for ln in intervals[i % len(intervals)]
             ]
             group.append(_access(rng, str(new_pid)))
             if rng.random() < disturbed:
@@ -170,6 +176,33 @@ def write_server(
             written += len(chunk)
             i += 1
     return written
+
+
+def _stamps(line: str) -> list[datetime]:
+    return [
+        datetime(2026, *map(int, m.groups()))  # type: ignore[misc]
+        for m in _STAMP.finditer(line)
+        if 1 <= int(m.group(1)) <= 12 and 1 <= int(m.group(2)) <= 28
+    ]
+
+
+def _span(intervals: list[list[str]]) -> timedelta:
+    """From the first interval's time to 10 s after the last one's."""
+    seen = [t for group in intervals for line in group for t in _stamps(line)]
+    return (max(seen) - min(seen) + timedelta(seconds=10)) if seen else timedelta(0)
+
+
+def _later(line: str, by: timedelta) -> str:
+    if not by:
+        return line
+
+    def shift(m: re.Match[str]) -> str:
+        month, day, hour, minute, second = map(int, m.groups())
+        if not (1 <= month <= 12 and 1 <= day <= 28):
+            return m.group(0)
+        return f"{datetime(2026, month, day, hour, minute, second) + by:%m-%d %H:%M:%S}"
+
+    return _STAMP.sub(shift, line)
 
 
 def main(argv: list[str] | None = None) -> int:
