@@ -16,6 +16,7 @@ import hashlib
 import ipaddress
 import json
 import os
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ MIN_WINDOW_S = 1
 # The sample before a window's first interval lies in the window before it.
 LOOKBACK_S = 600
 _BATCH_BYTES = 2 << 20  # answers decoded together
+IN_FLIGHT = 2  # requests at a time: the server answers one while it works out the next
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 _DURATION = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|m|h|d|w)")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -390,18 +392,19 @@ def pull(
         gathered = _Gathered(endpoint.url)
         windows = _windows(t_start.timestamp() - LOOKBACK_S, t_end.timestamp(), window_s)
         failed: _Failure | None = None
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="specscope-pull") as ahead:
-            pending = ahead.submit(_fetch, client, query, windows[0])
+        with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="specscope-pull") as ahead:
+            pending = deque(ahead.submit(_fetch, client, query, w) for w in windows[:IN_FLIGHT])
             for i, window in enumerate(windows):
                 try:
-                    answers = pending.result()
+                    answers = pending.popleft().result()
                 except PrometheusError as exc:
                     failed = (window, exc.message)
+                    for later in pending:
+                        later.cancel()
                     break
-                # The next window is asked for while this one is decoded; none is asked
-                # for after a failure.
-                if i + 1 < len(windows):
-                    pending = ahead.submit(_fetch, client, query, windows[i + 1])
+                # The next windows are asked for while this one is decoded.
+                if i + IN_FLIGHT < len(windows):
+                    pending.append(ahead.submit(_fetch, client, query, windows[i + IN_FLIGHT]))
                 if failed := gathered.take(window, answers):
                     break
         failed = gathered.settle() or failed  # a malformed answer comes before the failure
