@@ -12,7 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 _MAX_LEN = 256_000
+_PLAIN_STRING = regex.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")
+_PLAIN_INT = regex.compile(r"-?(?:0|[1-9][0-9]*)")
+_PLAIN_FLOAT = regex.compile(
+    r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|-?[0-9]+[eE][-+]?[0-9]+"
+)
+_CONSTANTS = {"True": True, "False": False, "None": None}
 _OPEN = "([{"
 _CLOSE = ")]}"
 
@@ -25,19 +33,37 @@ class _Walk:
     quote: str | None = None
 
 
-def _walk(text: str, state: _Walk) -> Iterator[tuple[int, str]]:
-    """The characters of ``text`` outside quotes, with ``state`` kept up to date; a
-    bracket is yielded after the depth has changed for it."""
+_MARKS: dict[str, regex.Pattern[str]] = {}
+_IN_QUOTE = {q: regex.compile(rf"[\\{q}]") for q in "'\""}
+
+
+def _walk(text: str, state: _Walk, marks: str) -> Iterator[tuple[int, str]]:
+    """The brackets and ``marks`` of ``text`` outside quotes, with ``state`` kept up to
+    date; a bracket is yielded after the depth has changed for it."""
+    # A search for the next character that matters, not a step per character: startup
+    # lines carry dicts of thousands of characters.
+    outside = _MARKS.get(marks)
+    if outside is None:
+        outside = _MARKS[marks] = regex.compile(
+            "[" + regex.escape("'\"" + _OPEN + _CLOSE + marks) + "]"
+        )
     i, n = 0, len(text)
     while i < n:
-        c = text[i]
         if state.quote:
-            if c == "\\":
-                i += 2
+            found = _IN_QUOTE[state.quote].search(text, i)
+            if found is None:
+                return
+            if found.group() == "\\":
+                i = found.start() + 2
                 continue
-            if c == state.quote:
-                state.quote = None
-        elif c in "'\"":
+            state.quote = None
+            i = found.end()
+            continue
+        found = outside.search(text, i)
+        if found is None:
+            return
+        c, i = found.group(), found.start()
+        if c in "'\"":
             state.quote = c
         else:
             if c in _OPEN:
@@ -53,7 +79,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     parts: list[str] = []
     start = 0
     state = _Walk()
-    for i, c in _walk(text, state):
+    for i, c in _walk(text, state, sep):
         if c == sep and state.depth == 0:
             parts.append(text[start:i])
             start = i + 1
@@ -64,7 +90,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 def balanced_prefix(text: str) -> tuple[str, bool]:
     """The bracketed expression at the start of ``text`` and whether it was closed."""
     state = _Walk()
-    for i, c in _walk(text, state):
+    for i, c in _walk(text, state, ""):
         if c in _CLOSE and state.depth == 0:
             return text[: i + 1], True
     return text, False
@@ -73,7 +99,7 @@ def balanced_prefix(text: str) -> tuple[str, bool]:
 def is_open(text: str) -> bool:
     """Does ``text`` stop inside a bracket or a quote, or right after a comma?"""
     state = _Walk()
-    for _ in _walk(text, state):
+    for _ in _walk(text, state, ""):
         pass
     return state.depth > 0 or state.quote is not None or text.rstrip().endswith(",")
 
@@ -83,6 +109,15 @@ def literal(text: str) -> Any:
     text = text.strip()
     if not text or len(text) > _MAX_LEN:
         return text
+    # The commonest values read without compiling them (as literal_eval does).
+    if _PLAIN_STRING.fullmatch(text):
+        return text[1:-1]
+    if _PLAIN_INT.fullmatch(text):
+        return int(text)
+    if _PLAIN_FLOAT.fullmatch(text):
+        return float(text)
+    if text in _CONSTANTS:
+        return _CONSTANTS[text]
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -130,7 +165,7 @@ def parse_key_values(text: str) -> dict[str, Any]:
 def _split_once(item: str, sep: str) -> tuple[str, str, str]:
     """``key``, ``sep``, ``value`` at the first top-level ``sep`` (``sep`` is "" if none)."""
     state = _Walk()
-    for i, c in _walk(item, state):
+    for i, c in _walk(item, state, sep):
         if c == sep and state.depth == 0:
             return item[:i].strip(), sep, item[i + 1 :].strip()
     return item, "", ""
