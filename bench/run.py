@@ -66,7 +66,7 @@ def grow_store(store: Path, rows: int) -> int:
     per_copy = int(have.item())
     copies = max(0, -(-rows // per_copy) - 1)
     for n in range(copies):
-        for table in ("spec_decode", "engine_stats", "runs"):
+        for table in ("spec_decode", "engine_stats", "runs", "run_sums"):
             for part in sorted((store / table).glob("source_id=*")):
                 old = part.name.split("=", 1)[1]
                 new = f"{old[:-4]}{n:04d}"

@@ -15,7 +15,7 @@ arithmetic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -29,7 +29,7 @@ def sums(spec: pl.LazyFrame, keys: Sequence[str]) -> tuple[pl.LazyFrame, pl.Lazy
     the drafts that reached it. Groups come in the order they first appear."""
     keys = list(keys)
     totals = spec.group_by(keys, maintain_order=True).agg(
-        pl.len().alias("records"),
+        pl.len().cast(pl.Int64).alias("records"),
         *(e for c in _COUNTS for e in (pl.col(c).sum(), pl.col(c).count().alias(f"{c}_n"))),
         pl.col("accepted_tokens").filter(_WITH_DRAFTS).sum().alias("acc_with_drafts"),
         # Servers that print no counts (SGLang) give only each interval's mean length.
@@ -121,21 +121,68 @@ def weighted_acceptance(
     """One row per group of ``by``: records, counts, k, rate, τ and the per-position curve."""
     lf = spec.lazy()
     keys = list(by)
+    return assemble(*sums(lf, keys), k_counts(lf, keys), keys).collect(engine="streaming")
+
+
+def k_counts(spec: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
+    """Per group of ``keys``: how many rows had each k, in the order the k first appear."""
+    keys = list(keys)
+    return (
+        spec.filter(pl.col("k").is_not_null())
+        .group_by([*keys, "k"], maintain_order=True)
+        .agg(pl.len().cast(pl.Int64).alias("n"))
+    )
+
+
+def add_k_counts(counts: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The ``k_counts`` of several parts (concatenated in order) as those of one."""
+    return counts.group_by([*keys, "k"], maintain_order=True).agg(pl.col("n").sum())
+
+
+def assemble(
+    totals: pl.LazyFrame, positions: pl.LazyFrame, counts: pl.LazyFrame, keys: Sequence[str]
+) -> pl.LazyFrame:
+    """``weighted_acceptance`` from ``sums`` and ``k_counts``, of a table or of its parts."""
+    keys = list(keys)
     # The most common k; the first seen among equals (as ingest's run summary counts it).
     common_k = (
-        lf.filter(pl.col("k").is_not_null())
-        .group_by([*keys, "k"], maintain_order=True)
-        .agg(pl.len().alias("_n"))
-        .sort("_n", descending=True, maintain_order=True)
+        counts.sort("n", descending=True, maintain_order=True)
         .unique(keys, keep="first", maintain_order=True)
-        .drop("_n")
+        .drop("n")
     )
-    out = from_sums(*sums(lf, keys), keys).join(
+    out = from_sums(totals, positions, keys).join(
         common_k, on=keys, how="left", nulls_equal=True, maintain_order="left"
     )
     columns = out.collect_schema().names()
     at = columns.index("drafts") + 1  # k beside the counts, as before
-    return out.select(*columns[:at], "k", *columns[at:-1]).collect(engine="streaming")
+    return out.select(*columns[:at], "k", *columns[at:-1])
 
 
-__all__ = ["add_positions", "add_totals", "from_sums", "sums", "weighted_acceptance"]
+class Folded:
+    """Partial aggregates, one per part, folded into one every so often (thousands of tiny
+    frames hold more memory than their rows)."""
+
+    def __init__(self, fold: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
+        self.fold = fold
+        self.parts: list[pl.DataFrame] = []
+
+    def add(self, frame: pl.DataFrame) -> None:
+        self.parts.append(frame)
+        if len(self.parts) >= 64:
+            self.parts = [self.total()]
+
+    def total(self) -> pl.DataFrame:
+        return self.fold(pl.concat(self.parts)) if self.parts else pl.DataFrame()
+
+
+__all__ = [
+    "Folded",
+    "add_k_counts",
+    "add_positions",
+    "add_totals",
+    "assemble",
+    "from_sums",
+    "k_counts",
+    "sums",
+    "weighted_acceptance",
+]

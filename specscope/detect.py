@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from specscope import rollup
 from specscope.acceptance import weighted_acceptance
 from specscope.derive import DRAFTER_KINDS
 from specscope.errors import UsageError
@@ -171,14 +172,20 @@ def gather(
 ) -> Evidence:
     now = now or datetime.now()
     run_ids = list(run_ids) if run_ids is not None else None
-    # The per-run sums stream from the files: the per-position lists they read are then
-    # not held (nor copied) with the rows the detectors filter.
-    scope = pl.lit(True)
-    if run_ids:
-        scope = scope & pl.col("run_id").is_in(run_ids)
-    if since is not None:
-        scope = scope & (pl.col("ts") >= now - since)
-    per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
+    # The per-run sums come from the rollups written with the rows, or else stream from
+    # the rows' files: the per-position lists are then not held with the rows the
+    # detectors filter.
+    if since is None and store.sums_cover_rows():
+        per_run = rollup.per_run(store.run_sums)
+        if run_ids:
+            per_run = per_run.filter(pl.col("run_id").is_in(run_ids))
+    else:
+        scope = pl.lit(True)
+        if run_ids:
+            scope = scope & pl.col("run_id").is_in(run_ids)
+        if since is not None:
+            scope = scope & (pl.col("ts") >= now - since)
+        per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
     # One chunk per column: a store's files come in many row groups, and polars filters
     # a frame of many chunks (or of columns chunked differently) far slower than one.
     # The run as a category: a string per row costs more to copy than all else together.

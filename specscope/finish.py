@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from specscope.acceptance import add_positions, add_totals, from_sums, sums
+from specscope.acceptance import Folded, add_positions, add_totals, from_sums, sums
 from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
@@ -248,14 +248,14 @@ class _Aggregates:
     common k, summed counts and per-position sums per run."""
 
     def __init__(self) -> None:
-        self.spans = _Folded(
+        self.spans = Folded(
             lambda f: f.group_by("_run").agg(pl.col("first").min(), pl.col("last").max())
         )
-        self.ks = _Folded(
+        self.ks = Folded(
             lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum())
         )
-        self.sums = _Folded(lambda f: add_totals(f, ["_run"]))
-        self.positions = _Folded(lambda f: add_positions(f, ["_run"]))
+        self.sums = Folded(lambda f: add_totals(f, ["_run"]))
+        self.positions = Folded(lambda f: add_positions(f, ["_run"]))
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         self.spans.add(
@@ -275,7 +275,7 @@ class _Aggregates:
 
     def merge(self, other: _Aggregates) -> None:
         for name in ("spans", "ks", "sums", "positions"):
-            theirs: _Folded = getattr(other, name)
+            theirs: Folded = getattr(other, name)
             if theirs.parts:
                 getattr(self, name).add(theirs.total())
 
@@ -459,23 +459,6 @@ _SUMMARY = (
     "acceptance_rate",
     "mean_acceptance_length",
 )
-
-
-class _Folded:
-    """Partial aggregates, one per part, folded into one every so often (thousands of tiny
-    frames hold more memory than their rows)."""
-
-    def __init__(self, fold: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
-        self.fold = fold
-        self.parts: list[pl.DataFrame] = []
-
-    def add(self, frame: pl.DataFrame) -> None:
-        self.parts.append(frame)
-        if len(self.parts) >= 64:
-            self.parts = [self.total()]
-
-    def total(self) -> pl.DataFrame:
-        return self.fold(pl.concat(self.parts)) if self.parts else pl.DataFrame()
 
 
 def _timestamp(first: int | None) -> pl.Expr:

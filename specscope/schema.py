@@ -196,6 +196,29 @@ SOURCES = pa.schema(
     ]
 )
 
+RUN_SUMS = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        # acceptance.sums of the spec_decode rows the same ingest wrote for the source
+        pa.field("records", pa.int64()),
+        pa.field("draft_tokens", pa.int64()),
+        pa.field("draft_tokens_n", pa.int64()),
+        pa.field("accepted_tokens", pa.int64()),
+        pa.field("accepted_tokens_n", pa.int64()),
+        pa.field("drafts", pa.int64()),
+        pa.field("drafts_n", pa.int64()),
+        pa.field("acc_with_drafts", pa.int64()),
+        pa.field("tau_sum", pa.float64()),
+        pa.field("tau_n", pa.int64()),
+        pa.field("first_ts", pa.timestamp("ms")),
+        pa.field("last_ts", pa.timestamp("ms")),
+        pa.field("position_counts", pa.list_(pa.int64())),  # by position from 0
+        pa.field("position_drafts", pa.list_(pa.int64())),
+        pa.field("k_values", pa.list_(pa.int32())),  # in the order they first appear
+        pa.field("k_records", pa.list_(pa.int64())),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "spec_decode": SPEC_DECODE,
     "engine_stats": ENGINE_STATS,
@@ -203,8 +226,9 @@ TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
     "bench": BENCH,
     "sources": SOURCES,
+    "run_sums": RUN_SUMS,
 }
-PARTITIONED = ("spec_decode", "engine_stats", "runs", "events", "bench")
+PARTITIONED = ("spec_decode", "engine_stats", "runs", "events", "bench", "run_sums")
 CONFIG_COLUMNS = tuple(f.name for f in RUN_CONFIG)
 
 __all__ = [
@@ -214,6 +238,7 @@ __all__ = [
     "EVENTS",
     "PARTITIONED",
     "RUNS",
+    "RUN_SUMS",
     "SCHEMA_VERSION",
     "SOURCES",
     "SPEC_DECODE",

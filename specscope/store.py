@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specscope.errors import StoreError
+from specscope.rollup import RunSums
 from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES
 
 MANIFEST = "specscope.json"
@@ -125,6 +126,16 @@ class Store:
                 lf = lf.with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("source_id"))
             frames.append(lf)
         return pl.concat(frames, how="vertical")
+
+    def sums_cover_rows(self) -> bool:
+        """Every spec_decode file has its ``run_sums`` beside it (``specscope.rollup``); not
+        so in a store written before rollups were."""
+        have = {(p.parent.name, _ingest_of(p)) for p in self.files("run_sums")}
+        return all((p.parent.name, _ingest_of(p)) in have for p in self.files("spec_decode"))
+
+    @property
+    def run_sums(self) -> pl.LazyFrame:
+        return self.table("run_sums")
 
     @property
     def spec_decode(self) -> pl.LazyFrame:
@@ -315,6 +326,7 @@ class StoreWriter:
         folder = self.store.path / name / f"source_id={source_id}"
         schema = TABLES[name]
         written = 0
+        summed = RunSums() if name == "spec_decode" else None
         pending = iter(p for p in parts if not p.is_empty())
         part = next(pending, None)
         sequence = 0
@@ -327,11 +339,16 @@ class StoreWriter:
                         if part is None:
                             break
                         writer.write_table(part.to_arrow().cast(schema))
+                        if summed is not None:
+                            summed.add(part)
                         written += len(part)
                         part = next(pending, None)
             sequence += 1
         if written:
             self.sources.append(source_id)
+        if summed is not None and written:
+            dest = self.store.path / "run_sums" / f"source_id={source_id}"
+            self._write(summed.table(TABLES["run_sums"]), dest / f"part-{self.ingest_id}.parquet")
         return written
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
