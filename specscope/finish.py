@@ -22,9 +22,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from specscope.acceptance import Folded, add_positions, add_totals, from_sums, sums
+from specscope.acceptance import Folded, from_sums
 from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
+from specscope.rollup import RunSums
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
 
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
@@ -254,8 +255,7 @@ class _Aggregates:
         self.ks = Folded(
             lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum())
         )
-        self.sums = Folded(lambda f: add_totals(f, ["_run"]))
-        self.positions = Folded(lambda f: add_positions(f, ["_run"]))
+        self.run_sums = RunSums("_run")
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         self.spans.add(
@@ -269,15 +269,14 @@ class _Aggregates:
                 .group_by("_run", "k", maintain_order=True)
                 .agg(pl.len())
             )
-            totals, positions = sums(frame.lazy(), ["_run"])
-            self.sums.add(totals.collect())
-            self.positions.add(positions.collect())
+            self.run_sums.add(frame)
 
     def merge(self, other: _Aggregates) -> None:
-        for name in ("spans", "ks", "sums", "positions"):
+        for name in ("spans", "ks"):
             theirs: Folded = getattr(other, name)
             if theirs.parts:
                 getattr(self, name).add(theirs.total())
+        self.run_sums.merge(other.run_sums)
 
 
 @dataclass
@@ -353,6 +352,16 @@ class Finished:
         assert self._runs is not None
         return self._runs
 
+    def run_sums(self) -> pa.Table:
+        """The ``run_sums`` rows of every spec-decode row (``specscope.rollup``), from the
+        sums the run summary takes."""
+        if "spec_decode" not in self._summed:
+            for _ in self.parts("spec_decode", _AGGREGATED.get("spec_decode", _STAMP)):
+                pass
+        return self._aggregates.run_sums.table(
+            TABLES["run_sums"], pl.format("{}-{}", pl.lit(self.source_id), pl.col("_run"))
+        )
+
     @property
     def acceptance(self) -> dict[int, dict[str, Any]]:
         """Per run: summed counts, rate, mean length and per-position curve (the summary)."""
@@ -379,7 +388,7 @@ class Finished:
                 .unique("_run", keep="first", maintain_order=True)
             )
             common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
-        self._acceptance = _acceptance(agg.sums.total(), agg.positions.total())
+        self._acceptance = _acceptance(agg.run_sums.totals.total(), agg.run_sums.positions.total())
         self._runs = [
             _run_row(
                 run,

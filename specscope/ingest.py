@@ -368,7 +368,10 @@ def _ingest_parsed(
         parts = (
             store_columns(part.filter(pl.col("line") > after), table) for part in done.parts(table)
         )
-        report.added[table] = writer.add_parts(table, source_id, parts)
+        # The run sums of a log read from its start are those of the run summary.
+        report.added[table] = writer.add_parts(
+            table, source_id, parts, run_sums=None if after else done.run_sums
+        )
     runs = done.runs  # summed from the parts just written
     writer.add("runs", source_id, runs)
     report.found = {table: done.counts.get(table, 0) for table in RECORD_TABLES}

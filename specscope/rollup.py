@@ -45,52 +45,67 @@ _TOTALS = {
 
 class RunSums:
     """The sums of one source's spec-decode rows, added a part at a time as they are
-    written; ``table`` is the ``run_sums`` rows."""
+    written; ``table`` is the ``run_sums`` rows. ``key``: the column that tells runs apart
+    in the parts (``run_id``, or ingest's run ordinal before run ids are made)."""
 
-    def __init__(self) -> None:
-        self.totals = Folded(lambda f: add_totals(f, _KEYS))
-        self.positions = Folded(lambda f: add_positions(f, _KEYS))
-        self.ks = Folded(lambda f: add_k_counts(f, _KEYS))
+    def __init__(self, key: str = "run_id") -> None:
+        self.key = [key]
+        self.totals = Folded(lambda f: add_totals(f, self.key))
+        self.positions = Folded(lambda f: add_positions(f, self.key))
+        self.ks = Folded(lambda f: add_k_counts(f, self.key))
 
     def add(self, part: pl.DataFrame) -> None:
         lf = part.lazy()
-        totals, positions = sums(lf, _KEYS)
+        totals, positions = sums(lf, self.key)
         self.totals.add(totals.collect().cast(_TOTALS))  # type: ignore[arg-type]
         self.positions.add(positions.collect())
-        self.ks.add(k_counts(lf, _KEYS).collect())
+        self.ks.add(k_counts(lf, self.key).collect())
 
-    def table(self, schema: pa.Schema) -> pa.Table:
+    def merge(self, other: RunSums) -> None:
+        for mine, theirs in (
+            (self.totals, other.totals),
+            (self.positions, other.positions),
+            (self.ks, other.ks),
+        ):
+            if theirs.parts:
+                mine.add(theirs.total())
+
+    def table(self, schema: pa.Schema, run_id: pl.Expr | None = None) -> pa.Table:
+        """The ``run_sums`` rows; ``run_id``: how to make the run id from ``key``."""
+        run_id = pl.col(self.key[0]) if run_id is None else run_id
         totals = self.totals.total()
         if totals.is_empty():
             return schema.empty_table()
         positions = self.positions.total()
-        if positions.is_empty():
-            lists = pl.DataFrame(
-                schema={
-                    "run_id": pl.String,
-                    "position_counts": pl.List(pl.Int64),
-                    "position_drafts": pl.List(pl.Int64),
-                }
+        lists = (
+            positions.sort([*self.key, "position"])
+            .group_by(self.key, maintain_order=True)
+            .agg(
+                pl.col("count").alias("position_counts"),
+                pl.col("drafts").alias("position_drafts"),
             )
-        else:
-            lists = (
-                positions.sort("run_id", "position")
-                .group_by("run_id", maintain_order=True)
-                .agg(
-                    pl.col("count").alias("position_counts"),
-                    pl.col("drafts").alias("position_drafts"),
-                )
-            )
+            if not positions.is_empty()
+            else None
+        )
         ks = self.ks.total()
-        if ks.is_empty():
-            ks = pl.DataFrame(schema={"run_id": pl.String, "k": pl.Int32, "n": pl.Int64})
-        kept = ks.group_by("run_id", maintain_order=True).agg(
-            pl.col("k").alias("k_values"), pl.col("n").alias("k_records")
+        kept = (
+            ks.group_by(self.key, maintain_order=True).agg(
+                pl.col("k").alias("k_values"), pl.col("n").alias("k_records")
+            )
+            if not ks.is_empty()
+            else None
         )
-        rows = totals.join(lists, on="run_id", how="left", maintain_order="left").join(
-            kept, on="run_id", how="left", maintain_order="left"
+        rows = totals
+        for extra in (lists, kept):
+            if extra is not None:
+                rows = rows.join(extra, on=self.key, how="left", maintain_order="left")
+        rows = rows.with_columns(run_id.alias("run_id"))
+        return (
+            rows.with_columns(pl.lit(None).alias(c) for c in schema.names if c not in rows.columns)
+            .select(schema.names)
+            .to_arrow()
+            .cast(schema)
         )
-        return rows.select(schema.names).to_arrow().cast(schema)
 
 
 def per_run(rollups: pl.LazyFrame) -> pl.DataFrame:

@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -318,15 +318,24 @@ class StoreWriter:
         del self.written[mark[0] :]
         del self.sources[mark[1] :]
 
-    def add_parts(self, name: str, source_id: str, parts: Iterable[pl.DataFrame]) -> int:
+    def add_parts(
+        self,
+        name: str,
+        source_id: str,
+        parts: Iterable[pl.DataFrame],
+        *,
+        run_sums: Callable[[], pa.Table] | None = None,
+    ) -> int:
         """Append rows of a partitioned table for one source, a frame at a time (memory
         holds one part, however many rows there are). A part is a row group; a file takes
         at most ROW_GROUPS_PER_FILE of them, then the next file begins (a Parquet writer
-        holds every group's metadata until it closes)."""
+        holds every group's metadata until it closes). Spec-decode rows get their
+        ``run_sums`` beside them: summed here, or ``run_sums()`` once the parts are read
+        (a caller that sums the same rows already)."""
         folder = self.store.path / name / f"source_id={source_id}"
         schema = TABLES[name]
         written = 0
-        summed = RunSums() if name == "spec_decode" else None
+        summed = RunSums() if name == "spec_decode" and run_sums is None else None
         pending = iter(p for p in parts if not p.is_empty())
         part = next(pending, None)
         sequence = 0
@@ -346,9 +355,10 @@ class StoreWriter:
             sequence += 1
         if written:
             self.sources.append(source_id)
-        if summed is not None and written:
+        if name == "spec_decode" and written:
+            rollup = run_sums() if summed is None else summed.table(TABLES["run_sums"])
             dest = self.store.path / "run_sums" / f"source_id={source_id}"
-            self._write(summed.table(TABLES["run_sums"]), dest / f"part-{self.ingest_id}.parquet")
+            self._write(rollup, dest / f"part-{self.ingest_id}.parquet")
         return written
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
