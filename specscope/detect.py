@@ -280,19 +280,14 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     have = _source_codes(logs, codes) * (1 << 40) + logs["line"].to_numpy()
     order = np.argsort(have, kind="stable")
     have = have[order]
-    stats_line = spec["stats_line"]
-    want_np = np.where(
-        stats_line.is_null().to_numpy(),
-        -1,
-        _source_codes(spec, codes) * (1 << 40) + stats_line.fill_null(0).to_numpy(),
-    )
+    stats_line = spec["stats_line"].fill_null(-1).to_numpy()
+    want_np = np.where(stats_line < 0, -1, _source_codes(spec, codes) * (1 << 40) + stats_line)
     at = np.minimum(np.searchsorted(have, want_np), max(len(have) - 1, 0))
     found = (want_np >= 0) & (have[at] == want_np) if len(have) else np.zeros(len(want_np), bool)
     index = pl.Series(np.where(found, order[at] if len(have) else 0, 0), dtype=pl.UInt32)
     index = index.set(pl.Series(~found), None) if (~found).any() else index  # type: ignore[arg-type]
-    out = spec.with_columns(
-        logs.select(wanted).to_series(i).gather(index) for i in range(len(wanted))
-    )
+    # The columns gathered together: a frame's gather runs over its columns side by side.
+    out = spec.hstack(logs.select(wanted)[index].get_columns())
     from_pulls = stats.filter(pl.col("line").is_null())
     if from_pulls.is_empty():
         return out
