@@ -202,7 +202,7 @@ class Client:
         """The answer to ``selector[seconds]`` at ``at``, undecoded."""
         self.requests += 1
         # Not ``custom_query``: it decodes the answer with ``json``, the slowest part of a
-        # pull; ``matrix.decode`` reads Prometheus' layout in bulk.
+        # pull; ``matrix.decode_all`` reads Prometheus' layout in bulk.
         try:
             response = self.session.get(
                 f"{self.prom.url}/api/v1/query",
