@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from specscope.acceptance import weighted_acceptance
+from specscope.rollup import acceptance_by_run
 from specscope.store import Store
 
 
 def runs_overview(store: Store) -> pl.DataFrame:
     """One row per run: its configuration, record counts and weighted acceptance."""
     runs = store.runs.collect()
-    acceptance = weighted_acceptance(store.spec_decode, ["run_id"]).select(
+    acceptance = acceptance_by_run(store).select(
         "run_id",
         "drafts",
         "draft_tokens",

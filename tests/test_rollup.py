@@ -105,3 +105,20 @@ def test_a_store_without_rollups_for_some_rows_is_summed_from_its_rows(tmp_path)
     assert gather(store).per_run == whole
     one = next(iter(whole))
     assert list(gather(store, run_ids=[one]).per_run) == [one]
+
+
+def test_runs_overview_takes_the_rollups_or_the_rows_alike(tmp_path):
+    from specscope.runs import runs_overview
+
+    for log in SEEDS:
+        specscope.ingest([log], store=tmp_path / "s")
+    store = specscope.open_store(tmp_path / "s")
+    with_rollups = runs_overview(store)
+    for f in store.files("run_sums"):
+        f.unlink()
+    assert not store.sums_cover_rows()
+    from_rows = runs_overview(store)
+    assert with_rollups.columns == from_rows.columns
+    for a, b in zip(with_rollups.to_dicts(), from_rows.to_dicts(), strict=True):
+        for column in a:
+            assert same(a[column], b[column]), (column, a[column], b[column])
