@@ -8,6 +8,7 @@ value is kept as its raw text and the rest still reads.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -119,7 +120,10 @@ def literal(text: str) -> Any:
     if text in _CONSTANTS:
         return _CONSTANTS[text]
     try:
-        return ast.literal_eval(text)
+        with warnings.catch_warnings():
+            # '\)' in a logged string: Python 3.12 prints a SyntaxWarning for it on stderr.
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
 

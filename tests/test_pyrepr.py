@@ -7,6 +7,7 @@ import ast
 import itertools
 import random
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,9 @@ def reference_literal(text: str) -> object:
     if not text:
         return text
     try:
-        return ast.literal_eval(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
 
@@ -140,3 +143,9 @@ def test_plain_literals_read_as_literal_eval_reads_them():
     for text in values + TEXTS:
         got, expected = pyrepr.literal(text), reference_literal(text)
         assert type(got) is type(expected) and repr(got) == repr(expected), text
+
+
+def test_a_logged_string_with_an_invalid_escape_reads_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pyrepr.literal("'a\\)'") == "a\\)"
