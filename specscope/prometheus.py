@@ -21,21 +21,21 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import polars as pl
 import regex
-import requests
-from prometheus_api_client import PrometheusConnect
-from urllib3.util.retry import Retry
 
 from specscope.counters import SERIES_NAMES, Intervals, Series, intervals
 from specscope.errors import PrometheusError, UsageError
 from specscope.finish import store_columns
 from specscope.matrix import Answer, SeriesKey, decode_all
 from specscope.store import Store, StoreWriter, default_store_path
+
+if TYPE_CHECKING:
+    import requests
 
 TOKEN_ENV = "SPECSCOPE_PROMETHEUS_TOKEN"
 USER_ENV = "SPECSCOPE_PROMETHEUS_USER"
@@ -167,6 +167,12 @@ class Client:
     """The HTTP side: range-vector queries with retries, backoff and a timeout."""
 
     def __init__(self, endpoint: Endpoint, *, timeout: float = 30.0, retries: int = 3) -> None:
+        # Imported when a pull starts: requests and its kin add 7 MB to every command, and
+        # an ingest has 300 MB in all (likewise in scrape and watch).
+        import requests
+        from prometheus_api_client import PrometheusConnect
+        from urllib3.util.retry import Retry
+
         session = requests.Session()
         session.verify = endpoint.verify
         retry = Retry(
@@ -200,6 +206,8 @@ class Client:
 
     def range_body(self, selector: str, seconds: int, at: float) -> bytes:
         """The answer to ``selector[seconds]`` at ``at``, undecoded."""
+        import requests
+
         self.requests += 1
         # Not ``custom_query``: it decodes the answer with ``json``, the slowest part of a
         # pull; ``matrix.decode_all`` reads Prometheus' layout in bulk.
@@ -227,6 +235,8 @@ def _settle_environment(session: requests.Session, endpoint: Endpoint) -> Any:
     """Look up once what requests would look up in the environment before every request
     (proxies, a CA bundle, .netrc; a tenth of a pull's time on loopback); the credentials
     to send."""
+    import requests.utils
+
     session.proxies.update(requests.utils.get_environ_proxies(endpoint.url))
     if session.verify is True:
         session.verify = (

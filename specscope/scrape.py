@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from specscope.counters import SERIES_NAMES, Series, canonical_name, intervals
@@ -67,6 +66,8 @@ def scrape(
     series: dict[tuple[str, str], dict[float, float]] = {}
     started = clock()
     report = PullReport(clean, None, source_id, _utc(started), _utc(started), kind="scrape")
+    import requests  # when scraping starts (see prometheus.Client)
+
     session = requests.Session()
     for i in range(count):
         if i:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import requests
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
@@ -32,6 +32,9 @@ from specscope.findings import Finding, finding_text
 from specscope.ingest import frames
 from specscope.parse import LineParser
 from specscope.scrape import read_metrics
+
+if TYPE_CHECKING:
+    import requests
 
 RECENT = 6  # intervals in "recent"
 
@@ -90,7 +93,7 @@ class Watcher:
         self.parser = LineParser()
         self.log = None if self.is_url else FollowedLog(Path(source))
         self.series: dict[tuple[str, str], dict[float, float]] = {}
-        self.session = requests.Session()
+        self.session: requests.Session | None = None  # made at the first poll of a URL
         self.seen: set[tuple[str, str | None]] = set()
         self.polls = 0
         self.config = load_config()
@@ -133,6 +136,10 @@ class Watcher:
         return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev))
 
     def _poll(self) -> None:
+        import requests  # when a URL is polled (see prometheus.Client)
+
+        if self.session is None:
+            self.session = requests.Session()
         at = self.clock()
         try:
             answer = self.session.get(
