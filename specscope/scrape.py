@@ -11,8 +11,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from specscope.counters import SERIES_NAMES, Series, canonical_name, intervals
 from specscope.errors import PrometheusError, UsageError
 from specscope.prometheus import PullReport, store_intervals
@@ -23,6 +21,9 @@ _WANTED = set(SERIES_NAMES)
 
 def read_metrics(text: str, instance: str) -> list[tuple[str, dict[str, str], float]]:
     """The samples specscope reads from one exposition, as (name, labels, value)."""
+    # Imported here: with the http and email modules it brings, 1.4 MB of every command.
+    from prometheus_client.parser import text_string_to_metric_families
+
     out = []
     try:
         for family in text_string_to_metric_families(text):

@@ -358,7 +358,7 @@ def test_ingest_does_not_load_the_http_client(tmp_path):
         "import sys, specscope.cli, specscope\n"
         f"specscope.ingest([{str(log)!r}], store={str(tmp_path / 's')!r})\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('requests', 'prometheus_api_client', 'urllib3')))\n"
+        "('requests', 'prometheus_api_client', 'urllib3', 'prometheus_client')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
