@@ -237,11 +237,8 @@ def _settle_environment(session: requests.Session, endpoint: Endpoint) -> Any:
     to send."""
     import requests.utils
 
-    session.proxies.update(requests.utils.get_environ_proxies(endpoint.url))
-    if session.verify is True:
-        session.verify = (
-            os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-        )
+    settled = session.merge_environment_settings(endpoint.url, {}, None, session.verify, None)
+    session.proxies, session.verify = settled["proxies"], settled["verify"]
     session.trust_env = False
     return endpoint.auth or requests.utils.get_netrc_auth(endpoint.url)
 
