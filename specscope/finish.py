@@ -26,7 +26,7 @@ from specscope.acceptance import Folded, from_sums
 from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.rollup import RunSums
-from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES
+from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES, polars_schema
 
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
 _INTERNAL = {
@@ -40,16 +40,6 @@ _INTERNAL = {
     "_yr": pl.Int64,  # the year printed on this line or the last dated one before it
 }
 _ROLLOVER = 6  # a month that jumps back by this much or more is a new year
-
-
-def schema_of(table: str) -> pl.Schema:
-    return pl.Schema(_SCHEMAS[table])  # a copy: callers may change theirs
-
-
-_SCHEMAS = {
-    name: pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
-    for name, schema in TABLES.items()
-}
 
 
 def _arrow_type(dtype: Any) -> pa.DataType:
@@ -82,7 +72,7 @@ def _dict_rows(rows: list[Row], table: str) -> pl.DataFrame:
 
 def _conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """A frame with exactly the table's columns and types, plus the internal ones."""
-    schema = {**dict(schema_of(table)), **_INTERNAL}
+    schema = {**dict(polars_schema(table)), **_INTERNAL}
     if "_dt" not in frame.columns:
         frame = frame.with_columns(
             (
@@ -335,7 +325,7 @@ class Finished:
 
     def collect(self) -> dict[str, pl.DataFrame]:
         """Every table whole (for `watch` and tests; ingest streams ``parts``)."""
-        columns = {t: [*schema_of(t).names(), *_INTERNAL] for t in RECORD_TABLES}
+        columns = {t: [*polars_schema(t).names(), *_INTERNAL] for t in RECORD_TABLES}
         return {
             t: pl.concat(
                 [f.select(columns[t]) for f in self.parts(t)]
@@ -614,7 +604,7 @@ def store_columns(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     none), without the internal ones."""
     return frame.select(
         (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t)).alias(c)
-        for c, t in schema_of(table).items()
+        for c, t in polars_schema(table).items()
     )
 
 
@@ -624,6 +614,5 @@ __all__ = [
     "Stage",
     "detach",
     "finish",
-    "schema_of",
     "store_columns",
 ]

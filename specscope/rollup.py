@@ -26,6 +26,7 @@ from specscope.acceptance import (
     sums,
     weighted_acceptance,
 )
+from specscope.schema import polars_schema
 
 if TYPE_CHECKING:
     from specscope.store import Store
@@ -33,19 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["RunSums", "acceptance_by_run", "per_run"]
 
 _KEYS = ["run_id"]
+# The totals columns of ``acceptance.sums``, typed as the table stores them.
 _TOTALS = {
-    "records": pl.Int64,
-    "draft_tokens": pl.Int64,
-    "draft_tokens_n": pl.Int64,
-    "accepted_tokens": pl.Int64,
-    "accepted_tokens_n": pl.Int64,
-    "drafts": pl.Int64,
-    "drafts_n": pl.Int64,
-    "acc_with_drafts": pl.Int64,
-    "tau_sum": pl.Float64,
-    "tau_n": pl.Int64,
-    "first_ts": pl.Datetime("ms"),
-    "last_ts": pl.Datetime("ms"),
+    name: dtype
+    for name, dtype in polars_schema("run_sums").items()
+    if name != "run_id" and not name.startswith(("position_", "k_"))
 }
 
 
@@ -62,10 +55,10 @@ class RunSums:
 
     def add(self, part: pl.DataFrame) -> None:
         lf = part.lazy()
-        totals, positions = sums(lf, self.key)
-        self.totals.add(totals.collect().cast(_TOTALS))  # type: ignore[arg-type]
-        self.positions.add(positions.collect())
-        self.ks.add(k_counts(lf, self.key).collect())
+        totals, positions, ks = pl.collect_all([*sums(lf, self.key), k_counts(lf, self.key)])
+        self.totals.add(totals.cast(_TOTALS))  # type: ignore[arg-type]
+        self.positions.add(positions)
+        self.ks.add(ks)
 
     def merge(self, other: RunSums) -> None:
         for mine, theirs in (

@@ -7,6 +7,7 @@ column changes meaning or type; adding a nullable column at the end is compatibl
 
 from __future__ import annotations
 
+import polars as pl
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
@@ -228,8 +229,19 @@ TABLES: dict[str, pa.Schema] = {
     "sources": SOURCES,
     "run_sums": RUN_SUMS,
 }
+
+
+def polars_schema(table: str) -> pl.Schema:
+    """``table``'s columns as polars types (a copy: callers may change theirs)."""
+    return pl.Schema(_POLARS[table])
+
+
 PARTITIONED = ("spec_decode", "engine_stats", "runs", "events", "bench", "run_sums")
 CONFIG_COLUMNS = tuple(f.name for f in RUN_CONFIG)
+_POLARS = {
+    name: pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
+    for name, schema in TABLES.items()
+}
 
 __all__ = [
     "BENCH",
@@ -243,4 +255,5 @@ __all__ = [
     "SOURCES",
     "SPEC_DECODE",
     "TABLES",
+    "polars_schema",
 ]

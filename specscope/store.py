@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from specscope.errors import StoreError
 from specscope.rollup import RunSums
-from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES
+from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES, polars_schema
 
 MANIFEST = "specscope.json"
 STAGE = "stage"  # rows on their way in, during an ingest
@@ -111,7 +111,7 @@ class Store:
             if name in PARTITIONED:
                 empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
             return empty.lazy()
-        want = _polars_schema(name)
+        want = polars_schema(name)
         frames = []
         for f in files:
             lf = pl.scan_parquet(f)
@@ -230,12 +230,6 @@ class Store:
                 for p in root.rglob("*.parquet"):
                     if p not in keep:
                         p.unlink(missing_ok=True)
-
-
-def _polars_schema(name: str) -> pl.Schema:
-    empty = pl.from_arrow(TABLES[name].empty_table())
-    assert isinstance(empty, pl.DataFrame)
-    return empty.schema
 
 
 def _ingest_of(path: Path) -> str:
