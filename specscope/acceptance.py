@@ -139,19 +139,23 @@ def add_k_counts(counts: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
     return counts.group_by([*keys, "k"], maintain_order=True).agg(pl.col("n").sum())
 
 
+def most_common_k(counts: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
+    """Per group of ``keys``, the k of most rows in ``k_counts``; the first seen among
+    equals (Counter's way)."""
+    return (
+        counts.sort("n", descending=True, maintain_order=True)
+        .unique(list(keys), keep="first", maintain_order=True)
+        .drop("n")
+    )
+
+
 def assemble(
     totals: pl.LazyFrame, positions: pl.LazyFrame, counts: pl.LazyFrame, keys: Sequence[str]
 ) -> pl.LazyFrame:
     """``weighted_acceptance`` from ``sums`` and ``k_counts``, of a table or of its parts."""
     keys = list(keys)
-    # The most common k; the first seen among equals (as ingest's run summary counts it).
-    common_k = (
-        counts.sort("n", descending=True, maintain_order=True)
-        .unique(keys, keep="first", maintain_order=True)
-        .drop("n")
-    )
     out = from_sums(totals, positions, keys).join(
-        common_k, on=keys, how="left", nulls_equal=True, maintain_order="left"
+        most_common_k(counts, keys), on=keys, how="left", nulls_equal=True, maintain_order="left"
     )
     columns = out.collect_schema().names()
     at = columns.index("drafts") + 1  # k beside the counts, as before
@@ -183,6 +187,7 @@ __all__ = [
     "assemble",
     "from_sums",
     "k_counts",
+    "most_common_k",
     "sums",
     "weighted_acceptance",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from specscope.acceptance import Folded, from_sums
+from specscope.acceptance import Folded, add_k_counts, from_sums, k_counts, most_common_k
 from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.rollup import RunSums
@@ -242,9 +242,7 @@ class _Aggregates:
         self.spans = Folded(
             lambda f: f.group_by("_run").agg(pl.col("first").min(), pl.col("last").max())
         )
-        self.ks = Folded(
-            lambda f: f.group_by("_run", "k", maintain_order=True).agg(pl.col("len").sum())
-        )
+        self.ks = Folded(lambda f: add_k_counts(f, ["_run"]))
         self.run_sums = RunSums("_run")
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
@@ -254,11 +252,8 @@ class _Aggregates:
             )
         )
         if table == "spec_decode":
-            self.ks.add(
-                frame.filter(pl.col("k").is_not_null() & pl.col("_dt"))
-                .group_by("_run", "k", maintain_order=True)
-                .agg(pl.len())
-            )
+            # The run row's k: of the records that printed their draft tokens.
+            self.ks.add(k_counts(frame.lazy().filter(pl.col("_dt")), ["_run"]).collect())
             self.run_sums.add(frame)
 
     def merge(self, other: _Aggregates) -> None:
@@ -371,12 +366,7 @@ class Finished:
         }
         common_k: dict[int, Any] = {}
         if agg.ks.parts:
-            # The most common k of a run's records; the first seen among equals (Counter's way).
-            top = (
-                agg.ks.total()
-                .sort(["_run", "len"], descending=[False, True], maintain_order=True)
-                .unique("_run", keep="first", maintain_order=True)
-            )
+            top = most_common_k(agg.ks.total().lazy(), ["_run"]).collect()
             common_k = dict(zip(top["_run"].to_list(), top["k"].to_list(), strict=True))
         self._acceptance = _acceptance(agg.run_sums.totals.total(), agg.run_sums.positions.total())
         self._runs = [
