@@ -178,17 +178,23 @@ def write_server(
     return written
 
 
-def _stamps(line: str) -> list[datetime]:
-    return [
-        datetime(2026, *map(int, m.groups()))  # type: ignore[misc]
-        for m in _STAMP.finditer(line)
-        if 1 <= int(m.group(1)) <= 12 and 1 <= int(m.group(2)) <= 28
-    ]
+def _when(stamp: re.Match[str]) -> datetime | None:
+    """The time a ``MM-DD HH:MM:SS`` stamp says (in 2026), or None for no such time."""
+    try:
+        return datetime(2026, *map(int, stamp.groups()))
+    except ValueError:
+        return None
 
 
 def _span(intervals: list[list[str]]) -> timedelta:
     """From the first interval's time to 10 s after the last one's."""
-    seen = [t for group in intervals for line in group for t in _stamps(line)]
+    seen = [
+        t
+        for group in intervals
+        for line in group
+        for m in _STAMP.finditer(line)
+        if (t := _when(m)) is not None
+    ]
     return (max(seen) - min(seen) + timedelta(seconds=10)) if seen else timedelta(0)
 
 
@@ -197,10 +203,8 @@ def _later(line: str, by: timedelta) -> str:
         return line
 
     def shift(m: re.Match[str]) -> str:
-        month, day, hour, minute, second = map(int, m.groups())
-        if not (1 <= month <= 12 and 1 <= day <= 28):
-            return m.group(0)
-        return f"{datetime(2026, month, day, hour, minute, second) + by:%m-%d %H:%M:%S}"
+        t = _when(m)
+        return m.group(0) if t is None else f"{t + by:%m-%d %H:%M:%S}"
 
     return _STAMP.sub(shift, line)
 
