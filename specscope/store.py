@@ -83,12 +83,12 @@ class Store:
 
     def files(self, table: str) -> list[Path]:
         """The committed data files of ``table`` (latest only, for runs and sources)."""
-        committed = self._committed()
         root = self.path / table
         if not root.is_dir():
             return []
-        found = [p for p in root.rglob("*.parquet") if _ingest_of(p) in committed]
+        # The committed ingests, in the order they were committed.
         order = {i["id"]: n for n, i in enumerate(self.manifest().get("ingests", []))}
+        found = [p for p in root.rglob("*.parquet") if _ingest_of(p) in order]
         if table in ("runs", "sources"):
             latest: dict[Path, Path] = {}
             for p in found:
