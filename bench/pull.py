@@ -25,7 +25,7 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from specscope.prometheus import DEFAULT_WINDOW_S, LOOKBACK_S, pull, series_selector
+from specscope.prometheus.pull import DEFAULT_WINDOW_S, LOOKBACK_S, pull, series_selector
 
 STEP_S = 15
 K = 4

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0")
 
 from specscope.acceptance import weighted_acceptance
-from specscope.advise import Advice, advise
-from specscope.compare import Comparison, compare
-from specscope.detect import detect
+from specscope.analysis.advise import Advice, advise
+from specscope.analysis.compare import Comparison, compare
+from specscope.analysis.detect import detect
+from specscope.analysis.findings import Finding, Severity
+from specscope.analysis.runs import runs_overview
 from specscope.errors import (
     ExitStatus,
     InputBinaryError,
@@ -30,19 +32,17 @@ from specscope.errors import (
     StoreError,
     UsageError,
 )
-from specscope.findings import Finding, Severity
-from specscope.ingest import IngestReport, RunSummary, SourceReport, ingest
-from specscope.parse import ParseResult, parse_lines, parse_text
-from specscope.prometheus import PullReport, pull
-from specscope.rules import rules_yaml
-from specscope.runs import runs_overview
+from specscope.logs.ingest import IngestReport, RunSummary, SourceReport, ingest
+from specscope.logs.parser import ParseResult, parse_lines, parse_text
+from specscope.prometheus.pull import PullReport, pull
+from specscope.prometheus.rules import rules_yaml
 from specscope.schema import SCHEMA_VERSION
-from specscope.store import Store, open_store
+from specscope.store.reading import Store, open_store
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from specscope.report import Report, build_report, write_report
+    from specscope.report.build import Report, build_report, write_report
 
 # The report draws with Altair: imported when first asked for, so that ingest and detect
 # do not pay for it.
@@ -51,7 +51,7 @@ _LAZY = {"Report", "build_report", "write_report"}
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from specscope import report
+        from specscope.report import build as report
 
         return getattr(report, name)
     raise AttributeError(f"module 'specscope' has no attribute {name!r}")

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from specscope.cli import main
+from specscope.cli.app import main
 
 
 @dataclass

@@ -13,11 +13,11 @@ from typing import Any
 import polars as pl
 import pytest
 
-from specscope.bulk import parse_source
-from specscope.definitions import load_definitions
-from specscope.finish import Stage, finish
-from specscope.parse import Grammar
-from specscope.reader import open_source
+from specscope.logs.assemble import Stage, finish
+from specscope.logs.bulk import parse_source
+from specscope.logs.definitions import load_definitions
+from specscope.logs.parser import Grammar
+from specscope.logs.source import open_source
 from tests.helpers import FIXTURES, ROOT
 
 sys.path.insert(0, str(FIXTURES))
@@ -367,7 +367,7 @@ def test_run_rows_are_the_same_however_the_parts_were_read(
 ) -> None:
     """Run rows and summaries are summed from the parts as ingest writes them; a table read
     only in part adds nothing, and one never read is summed on its own."""
-    from specscope import reader
+    from specscope.logs import source as reader
 
     monkeypatch.setattr(reader, "_CHUNK", 8192)  # blocks of about block_bytes
     log = tmp_path / "server.log"

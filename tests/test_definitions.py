@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from specscope.definitions import load_definitions
-from specscope.parse import Grammar, parse_text
+from specscope.logs.definitions import load_definitions
+from specscope.logs.parser import Grammar, parse_text
 
 DEFINITIONS = load_definitions()
 GRAMMAR = Grammar(DEFINITIONS)

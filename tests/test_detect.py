@@ -8,10 +8,10 @@ import json
 import pytest
 
 import specscope
-from specscope.advise import advise
-from specscope.detect import detect, k_curve
+from specscope.analysis.advise import advise
+from specscope.analysis.detect import detect, k_curve
+from specscope.analysis.findings import Severity, wilson
 from specscope.errors import ExitStatus
-from specscope.findings import Severity, wilson
 
 from .helpers import SEEDS
 from .loglines import spec, start, stats
@@ -258,7 +258,7 @@ def test_wilson_and_k_curve():
 
 def _drift_split_loop(drafts, tokens, accepted, need, min_change, z):
     """The split search as a plain loop over Python floats: what drift_split vectorises."""
-    from specscope.detect import _rate_interval
+    from specscope.analysis.detect import _rate_interval
 
     total_d, total_t, total_a = drafts[-1], tokens[-1], accepted[-1]
     best = None
@@ -284,7 +284,7 @@ def test_drift_split_is_the_loop_it_replaces(seed):
     import itertools
     import random
 
-    from specscope.detect import drift_split
+    from specscope.analysis.detect import drift_split
 
     rng = random.Random(seed)
     n = rng.randrange(2, 60)
@@ -314,7 +314,7 @@ def test_drift_split_of_a_long_run_tries_evenly_spaced_points(monkeypatch):
 
     import numpy as np
 
-    detect = importlib.import_module("specscope.detect")  # the module, not the function
+    detect = importlib.import_module("specscope.analysis.detect")  # the module, not the function
     monkeypatch.setattr(detect, "SPLIT_POINTS", 1000)
     n, change_at = 20_000, 12_345
     drafts = np.full(n, 100)

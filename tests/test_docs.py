@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specscope.cli import app
+from specscope.cli.app import app
 
 from .helpers import ROOT
 
@@ -55,7 +55,7 @@ def test_importing_the_library_does_not_import_the_cli_or_altair():
 
     code = (
         "import sys, specscope; "
-        "print(sorted(m for m in ('altair', 'typer', 'specscope.cli') if m in sys.modules))"
+        "print(sorted(m for m in ('altair', 'typer', 'specscope.cli.app') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

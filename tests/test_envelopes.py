@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from specscope.clean import clean_line
-from specscope.parse import parse_text
+from specscope.logs.clean import clean_line
+from specscope.logs.parser import parse_text
 
 SPEC = (
     "(APIServer pid=5069) INFO 04-07 17:30:34 [metrics.py:101] SpecDecoding metrics: "

@@ -197,7 +197,7 @@ def test_installed_copy_of_a_seed_is_the_seed():
 
 
 def test_summary_of_many_runs_shows_the_busiest(cli, tmp_path):
-    from specscope import summary
+    from specscope.cli import render as summary
 
     from .loglines import spec, stats
 
@@ -310,7 +310,7 @@ def test_jobs_read_logs_side_by_side_into_the_same_tables(cli, tmp_path, monkeyp
     and the summary lists the logs in the order given."""
     import importlib
 
-    ingest_module = importlib.import_module("specscope.ingest")
+    ingest_module = importlib.import_module("specscope.logs.ingest")
     calls = []
     real = ingest_module._side_by_side
     monkeypatch.setattr(
@@ -355,7 +355,7 @@ def test_ingest_does_not_load_the_http_client(tmp_path):
 
     log = Path(__file__).resolve().parent.parent / "fixtures" / "seeds" / "003_83783f5568908b19.txt"
     code = (
-        "import sys, specscope.cli, specscope\n"
+        "import sys, specscope.cli.app, specscope\n"
         f"specscope.ingest([{str(log)!r}], store={str(tmp_path / 's')!r})\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('requests', 'prometheus_api_client', 'urllib3', 'prometheus_client')))\n"

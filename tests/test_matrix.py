@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from specscope.matrix import Answer, _cut, _general, decode, decode_all
+from specscope.prometheus.answers import Answer, _cut, _general, decode, decode_all
 
 # Label values that would fool a decoder that cut at markers inside strings.
 TRICKY = [

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import specscope
-from specscope.counters import Series, deltas, intervals
 from specscope.errors import ExitStatus
-from specscope.prometheus import (
+from specscope.prometheus.intervals import Series, deltas, intervals
+from specscope.prometheus.pull import (
     Endpoint,
     PrometheusError,
     parse_duration,

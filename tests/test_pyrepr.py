@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope import pyrepr
+from specscope.logs import pyrepr
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PIECES = [

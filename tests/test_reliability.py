@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import specscope
-from specscope.counters import Series, intervals
-from specscope.definitions import load_definitions
 from specscope.errors import ExitStatus, SpecscopeError
-from specscope.parse import parse_text
+from specscope.logs.definitions import load_definitions
+from specscope.logs.parser import parse_text
+from specscope.prometheus.intervals import Series, intervals
 
 from .helpers import FIXTURES, SEEDS
 from .loglines import spec, stats
@@ -317,7 +317,7 @@ def test_lines_at_reads_the_lines_that_lines_numbers(tmp_path, monkeypatch, chun
     import gzip
     import random
 
-    from specscope import reader
+    from specscope.logs import source as reader
 
     monkeypatch.setattr(reader, "_CHUNK", chunk)
     rng = random.Random(chunk)
@@ -347,8 +347,8 @@ def test_a_long_write_goes_to_several_files_read_back_in_order(tmp_path, monkeyp
     import duckdb
     import polars as pl
 
-    from specscope import store as store_module
-    from specscope.finish import store_columns
+    from specscope.store import reading as store_module
+    from specscope.logs.assemble import store_columns
 
     monkeypatch.setattr(store_module, "ROW_GROUPS_PER_FILE", 2)
     target = store_module.Store(tmp_path / "s")

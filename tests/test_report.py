@@ -12,9 +12,9 @@ import subprocess
 import pytest
 
 import specscope
-from specscope.compare import compare
-from specscope.redact import Redactor
-from specscope.report import GITHUB_COMMENT_LIMIT, build_report, md, render_markdown
+from specscope.analysis.compare import compare
+from specscope.report.build import GITHUB_COMMENT_LIMIT, build_report, md, render_markdown
+from specscope.report.redact import Redactor
 
 from .helpers import SEEDS
 from .loglines import spec, start, stats
@@ -258,7 +258,7 @@ def test_over_time_buckets_long_logs_summing_counts(tmp_path):
 
     import polars as pl
 
-    from specscope import charts
+    from specscope.report import charts
 
     n = charts.MAX_POINTS * 4  # 40 s buckets of four 10 s intervals
     t0 = datetime(2026, 4, 7)
@@ -293,7 +293,7 @@ def test_evidence_lines_point_at_each_findings_first_line(planted):
 def test_the_vega_bundle_is_built_once_and_kept_whole(tmp_path, monkeypatch):
     import vl_convert
 
-    from specscope.report import vega_bundle
+    from specscope.report.build import vega_bundle
 
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path / "cache"))
     built = []

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import specscope
-from specscope import rollup
 from specscope.acceptance import weighted_acceptance
-from specscope.detect import gather
+from specscope.analysis.detect import gather
+from specscope.store import rollup
 
 from .loglines import spec, start, stats
 from .prom_servers import Misbehaving
@@ -108,7 +108,7 @@ def test_a_store_without_rollups_for_some_rows_is_summed_from_its_rows(tmp_path)
 
 
 def test_runs_overview_takes_the_rollups_or_the_rows_alike(tmp_path):
-    from specscope.runs import runs_overview
+    from specscope.analysis.runs import runs_overview
 
     for log in SEEDS:
         specscope.ingest([log], store=tmp_path / "s")

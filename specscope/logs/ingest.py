@@ -15,14 +15,14 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from specscope.bulk import parse_source
-from specscope.definitions import load_definitions
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
-from specscope.finish import RECORD_TABLES, Finished, Stage, finish, store_columns
-from specscope.parse import Grammar, ParseResult
-from specscope.reader import HEAD_BYTES, STDIN, Source, open_source, unhashed
+from specscope.logs.assemble import RECORD_TABLES, Finished, Stage, finish, store_columns
+from specscope.logs.bulk import parse_source
+from specscope.logs.definitions import load_definitions
+from specscope.logs.parser import Grammar, ParseResult
+from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
 from specscope.schema import CONFIG_COLUMNS, RUNS
-from specscope.store import Store, StoreWriter, default_store_path
+from specscope.store.reading import Store, StoreWriter, default_store_path
 
 SKIP_EXAMPLES = 5
 _INT_CONFIG = {f.name for f in RUNS if f.type in ("int32", "int64")} & set(CONFIG_COLUMNS)

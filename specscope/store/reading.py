@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specscope.errors import StoreError
-from specscope.rollup import RunSums
 from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES, polars_schema
+from specscope.store.rollup import RunSums
 
 MANIFEST = "specscope.json"
 STAGE = "stage"  # rows on their way in, during an ingest
@@ -128,7 +128,7 @@ class Store:
         return pl.concat(frames, how="vertical")
 
     def sums_cover_rows(self) -> bool:
-        """Every spec_decode file has its ``run_sums`` beside it (``specscope.rollup``); not
+        """Every spec_decode file has its ``run_sums`` beside it (``specscope.store.rollup``); not
         so in a store written before rollups were."""
         have = {(p.parent.name, _ingest_of(p)) for p in self.files("run_sums")}
         return all((p.parent.name, _ingest_of(p)) in have for p in self.files("spec_decode"))

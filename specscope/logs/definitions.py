@@ -4,7 +4,7 @@ A definition says where a record starts (``anchor``), how its body is read (labe
 ``fields``, a Python-literal or ``key=value`` ``config`` line, or an ``event``), and carries
 the sample lines and the values they must give. The reading code knows no format by name.
 A ``fields`` definition may also list ``plain`` shapes: its record exactly as releases
-print it, which the bulk reader (``specscope.bulk``) parses over whole blocks.
+print it, which the bulk reader (``specscope.logs.bulk``) parses over whole blocks.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class EventSpec:
 
 @dataclass(frozen=True)
 class PlainShape:
-    """A record's message exactly as a release prints it, read in bulk (``specscope.bulk``):
+    """A record's message exactly as a release prints it, read in bulk (``specscope.logs.bulk``):
     a Rust-syntax regex over the whole message, its groups named after columns."""
 
     pattern: str
@@ -298,7 +298,7 @@ def definitions_dir() -> Path:
     packaged = resources.files("specscope") / "_parsers"
     if packaged.is_dir():
         return Path(str(packaged))
-    tree = Path(__file__).resolve().parent.parent / "parsers"
+    tree = Path(__file__).resolve().parent.parent.parent / "parsers"
     if tree.is_dir():
         return tree
     raise DefinitionError("no format definitions found (neither specscope/_parsers nor parsers/)")

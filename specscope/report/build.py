@@ -22,14 +22,14 @@ from typing import Any
 
 import polars as pl
 
-from specscope import charts
-from specscope.advise import advice_of
-from specscope.detect import findings_of, gather, load_config
+from specscope.analysis.advise import advice_of
+from specscope.analysis.detect import findings_of, gather, load_config
+from specscope.analysis.findings import Finding, Severity, newcombe, wilson
 from specscope.errors import SpecscopeError, UsageError
-from specscope.findings import Finding, Severity, newcombe, wilson
-from specscope.reader import unhashed
-from specscope.redact import Redactor
-from specscope.store import Store
+from specscope.logs.source import unhashed
+from specscope.report import charts
+from specscope.report.redact import Redactor
+from specscope.store.reading import Store
 
 GITHUB_COMMENT_LIMIT = 65_536
 EVIDENCE_LINES = 3

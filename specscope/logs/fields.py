@@ -12,7 +12,7 @@ from typing import Any
 
 import regex
 
-from specscope.definitions import Definition, FieldSpec
+from specscope.logs.definitions import Definition, FieldSpec
 
 # A label starts the body or follows a comma, begins with a letter, and ends at a colon
 # that is not part of a time or ratio ("0:12"). Wrapped text may have lost the space

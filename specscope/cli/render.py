@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from specscope.ingest import IngestReport, RunSummary, SourceReport
-from specscope.prometheus import PullReport
+from specscope.logs.ingest import IngestReport, RunSummary, SourceReport
+from specscope.prometheus.pull import PullReport
 
 # The configuration a summary always mentions, in this order, and how it names them.
 _SHOWN = (

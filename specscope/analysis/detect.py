@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from specscope import rollup
 from specscope.acceptance import weighted_acceptance
-from specscope.derive import DRAFTER_KINDS
+from specscope.analysis.findings import KINDS, Finding, Severity, wilson, wilson_arrays
 from specscope.errors import UsageError
-from specscope.findings import KINDS, Finding, Severity, wilson, wilson_arrays
-from specscope.store import Store
+from specscope.logs.derive import DRAFTER_KINDS
+from specscope.store import rollup
+from specscope.store.reading import Store
 
 Config = dict[str, Any]
 _QUANTIZED = (

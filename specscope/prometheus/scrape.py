@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from specscope.counters import SERIES_NAMES, Series, canonical_name, intervals
 from specscope.errors import PrometheusError, UsageError
-from specscope.prometheus import PullReport, store_intervals
-from specscope.store import Store, default_store_path
+from specscope.prometheus.intervals import SERIES_NAMES, Series, canonical_name, intervals
+from specscope.prometheus.pull import PullReport, store_intervals
+from specscope.store.reading import Store, default_store_path
 
 _WANTED = set(SERIES_NAMES)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from specscope.pyrepr import literal, parse_key_values, parse_python_dict
+from specscope.logs.pyrepr import literal, parse_key_values, parse_python_dict
 
 Row = dict[str, Any]
 

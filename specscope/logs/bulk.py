@@ -23,11 +23,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from specscope.clean import ANSI
-from specscope.definitions import Definition, PlainShape
-from specscope.finish import Stage, detach
-from specscope.parse import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
-from specscope.reader import Source
+from specscope.logs.assemble import Stage, detach
+from specscope.logs.clean import ANSI
+from specscope.logs.definitions import Definition, PlainShape
+from specscope.logs.parser import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
+from specscope.logs.source import Source
 
 BLOCK_BYTES = 3 << 20  # polars pays per call above, memory grows with it below
 

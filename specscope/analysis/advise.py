@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specscope.derive import DRAFTER_KINDS
-from specscope.detect import Config, Evidence, cost_ratio, gather, k_curve, load_config
-from specscope.store import Store
+from specscope.analysis.detect import Config, Evidence, cost_ratio, gather, k_curve, load_config
+from specscope.logs.derive import DRAFTER_KINDS
+from specscope.store.reading import Store
 
 
 @dataclass

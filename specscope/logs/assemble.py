@@ -23,10 +23,10 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.acceptance import Folded, add_k_counts, from_sums, k_counts, most_common_k
-from specscope.derive import DRAFTER_KINDS, quantization_from_model_name
-from specscope.parse import BulkRow, LineParser, ParseResult, Row, Run
-from specscope.rollup import RunSums
+from specscope.logs.derive import DRAFTER_KINDS, quantization_from_model_name
+from specscope.logs.parser import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES, polars_schema
+from specscope.store.rollup import RunSums
 
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
 _INTERNAL = {
@@ -338,7 +338,7 @@ class Finished:
         return self._runs
 
     def run_sums(self) -> pa.Table:
-        """The ``run_sums`` rows of every spec-decode row (``specscope.rollup``), from the
+        """The ``run_sums`` rows of every spec-decode row (``specscope.store.rollup``), from the
         sums the run summary takes."""
         if "spec_decode" not in self._summed:
             for _ in self.parts("spec_decode", _AGGREGATED.get("spec_decode", _STAMP)):

@@ -25,13 +25,13 @@ from rich.table import Table
 from rich.text import Text
 
 from specscope.acceptance import weighted_acceptance
-from specscope.counters import Series, intervals
-from specscope.detect import evidence_from, findings_of, load_config
+from specscope.analysis.detect import evidence_from, findings_of, load_config
+from specscope.analysis.findings import Finding, finding_text
 from specscope.errors import InputMissingError, PrometheusError
-from specscope.findings import Finding, finding_text
-from specscope.ingest import frames
-from specscope.parse import LineParser
-from specscope.scrape import read_metrics
+from specscope.logs.ingest import frames
+from specscope.logs.parser import LineParser
+from specscope.prometheus.intervals import Series, intervals
+from specscope.prometheus.scrape import read_metrics
 
 if TYPE_CHECKING:
     import requests
@@ -239,7 +239,7 @@ def watch(
         pass
     rate, tau, _ = _rate(snap.spec)
     if store is not None and not watcher.is_url:
-        from specscope.ingest import ingest
+        from specscope.logs.ingest import ingest
 
         ingest(source, store=store)
     return (

@@ -17,17 +17,17 @@ from typing import Any
 
 import regex
 
-from specscope.clean import clean_line
-from specscope.definitions import Definition, EventSpec, load_definitions
-from specscope.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
-from specscope.fields import (
+from specscope.logs.clean import clean_line
+from specscope.logs.definitions import Definition, EventSpec, load_definitions
+from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
+from specscope.logs.fields import (
     Reading,
     is_list_continuation,
     read_block,
     read_fields,
     read_json,
 )
-from specscope.pyrepr import is_open, parse_key_values, parse_python_dict
+from specscope.logs.pyrepr import is_open, parse_key_values, parse_python_dict
 
 MAX_WRAPPED_LINES = 32  # a record wrapped at 40 columns takes about ten
 _HOLD_MAX = 4096  # a held line longer than this is fed as it is
@@ -532,7 +532,7 @@ class LineParser:
         if env.month is not None:
             run.last_seen = env
 
-    # -- lines read in bulk (specscope.bulk) ------------------------------------------------
+    # -- lines read in bulk (specscope.logs.bulk) ------------------------------------------------
 
     @property
     def quiet(self) -> bool:

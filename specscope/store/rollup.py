@@ -29,7 +29,7 @@ from specscope.acceptance import (
 from specscope.schema import polars_schema
 
 if TYPE_CHECKING:
-    from specscope.store import Store
+    from specscope.store.reading import Store
 
 __all__ = ["RunSums", "acceptance_by_run", "per_run"]
 

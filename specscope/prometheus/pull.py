@@ -3,7 +3,7 @@ Prometheus (or Thanos, Mimir, VictoriaMetrics: the same HTTP API) into the store
 
 Raw samples, not ``rate()``: a pull asks for range vectors (``metric[1800s]`` at the end of
 each window), so the stored intervals are the differences between real scrapes, exact and
-reset-aware (``specscope.counters``). Windows are split so that no request loads more
+reset-aware (``specscope.prometheus.intervals``). Windows are split so that no request loads more
 samples than the server allows; the store keeps a watermark per target for each (URL,
 selector), so a pull every 15 minutes from cron continues where the last one ended: no gap,
 no duplicate. A window that still fails after retries stops the pull there: what came
@@ -28,11 +28,11 @@ import numpy as np
 import polars as pl
 import regex
 
-from specscope.counters import SERIES_NAMES, Intervals, Series, intervals
 from specscope.errors import PrometheusError, UsageError
-from specscope.finish import store_columns
-from specscope.matrix import Answer, SeriesKey, decode_all
-from specscope.store import Store, StoreWriter, default_store_path
+from specscope.logs.assemble import store_columns
+from specscope.prometheus.answers import Answer, SeriesKey, decode_all
+from specscope.prometheus.intervals import SERIES_NAMES, Intervals, Series, intervals
+from specscope.store.reading import Store, StoreWriter, default_store_path
 
 if TYPE_CHECKING:
     import requests

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from specscope.rollup import acceptance_by_run
-from specscope.store import Store
+from specscope.store.reading import Store
+from specscope.store.rollup import acceptance_by_run
 
 
 def runs_overview(store: Store) -> pl.DataFrame:

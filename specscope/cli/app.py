@@ -17,26 +17,26 @@ from typing import Annotated, Any
 
 import typer
 
-from specscope.advise import advice_text
-from specscope.advise import advise as run_advise
-from specscope.compare import compare as run_compare
-from specscope.compare import comparison_text
-from specscope.definitions import load_definitions
-from specscope.detect import detect as run_detect
-from specscope.detect import load_config, load_reference
+from specscope.analysis.advise import advice_text
+from specscope.analysis.advise import advise as run_advise
+from specscope.analysis.compare import compare as run_compare
+from specscope.analysis.compare import comparison_text
+from specscope.analysis.detect import detect as run_detect
+from specscope.analysis.detect import load_config, load_reference
+from specscope.analysis.findings import Severity, finding_text
+from specscope.analysis.runs import runs_overview
+from specscope.cli.render import ingest_text, pull_text, runs_text
+from specscope.cli.watch import watch as run_watch
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
-from specscope.findings import Severity, finding_text
-from specscope.ingest import ingest as run_ingest
-from specscope.ingest import parse_overrides
-from specscope.prometheus import PullReport, parse_duration
-from specscope.prometheus import pull as run_pull
-from specscope.redact import Redactor
-from specscope.rules import rules_yaml
-from specscope.runs import runs_overview
-from specscope.scrape import scrape as run_scrape
-from specscope.store import DEFAULT_STORE, open_store
-from specscope.summary import ingest_text, pull_text, runs_text
-from specscope.watch import watch as run_watch
+from specscope.logs.definitions import load_definitions
+from specscope.logs.ingest import ingest as run_ingest
+from specscope.logs.ingest import parse_overrides
+from specscope.prometheus.pull import PullReport, parse_duration
+from specscope.prometheus.pull import pull as run_pull
+from specscope.prometheus.rules import rules_yaml
+from specscope.prometheus.scrape import scrape as run_scrape
+from specscope.report.redact import Redactor
+from specscope.store.reading import DEFAULT_STORE, open_store
 
 app = typer.Typer(
     name="specscope",
@@ -374,7 +374,7 @@ def report(
     the k advice, charts, and what moves acceptance across the runs of the store.
     """
     # Here, not at the top: Altair takes a while to import and most commands need none of it.
-    from specscope.report import build_report, report_kind, write_report
+    from specscope.report.build import build_report, report_kind, write_report
 
     try:
         if out is not None and not as_json:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specscope.detect import gather
+from specscope.analysis.detect import gather
+from specscope.analysis.findings import newcombe, wilson
 from specscope.errors import UsageError
-from specscope.findings import newcombe, wilson
 from specscope.schema import CONFIG_COLUMNS
-from specscope.store import Store
+from specscope.store.reading import Store
 
 
 @dataclass
