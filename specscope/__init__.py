@@ -17,7 +17,7 @@ os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0"
 from specscope.acceptance import weighted_acceptance
 from specscope.analysis.advise import Advice, advise
 from specscope.analysis.compare import Comparison, compare
-from specscope.analysis.detect import detect
+from specscope.analysis.detectors import detect
 from specscope.analysis.findings import Finding, Severity
 from specscope.analysis.runs import runs_overview
 from specscope.errors import (

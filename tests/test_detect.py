@@ -8,10 +8,11 @@ import json
 import pytest
 
 import specscope
-from specscope.analysis.advise import advise
-from specscope.analysis.detect import detect, k_curve
-from specscope.analysis.findings import Severity, wilson
+from specscope.analysis.advise import advise, k_curve
+from specscope.analysis.detectors import detect
+from specscope.analysis.findings import Severity
 from specscope.errors import ExitStatus
+from specscope.stats import wilson
 
 from .helpers import SEEDS
 from .loglines import spec, start, stats
@@ -258,7 +259,7 @@ def test_wilson_and_k_curve():
 
 def _drift_split_loop(drafts, tokens, accepted, need, min_change, z):
     """The split search as a plain loop over Python floats: what drift_split vectorises."""
-    from specscope.analysis.detect import _rate_interval
+    from specscope.stats import rate_interval as _rate_interval
 
     total_d, total_t, total_a = drafts[-1], tokens[-1], accepted[-1]
     best = None
@@ -284,7 +285,7 @@ def test_drift_split_is_the_loop_it_replaces(seed):
     import itertools
     import random
 
-    from specscope.analysis.detect import drift_split
+    from specscope.stats import drift_split
 
     rng = random.Random(seed)
     n = rng.randrange(2, 60)
@@ -310,17 +311,16 @@ def test_drift_split_is_the_loop_it_replaces(seed):
 def test_drift_split_of_a_long_run_tries_evenly_spaced_points(monkeypatch):
     """Past SPLIT_POINTS intervals the search thins its candidates: the change it finds is
     within one spacing of the true one, with the rates on either side."""
-    import importlib
-
     import numpy as np
 
-    detect = importlib.import_module("specscope.analysis.detect")  # the module, not the function
-    monkeypatch.setattr(detect, "SPLIT_POINTS", 1000)
+    from specscope import stats
+
+    monkeypatch.setattr(stats, "SPLIT_POINTS", 1000)
     n, change_at = 20_000, 12_345
     drafts = np.full(n, 100)
     tokens = drafts * 4
     accepted = np.where(np.arange(n) < change_at, 200, 80)
     cum = [np.cumsum(x) for x in (drafts, tokens, accepted)]
-    r1, r2, at = detect.drift_split(*cum, 300, 0.05, 1.96)
+    r1, r2, at = stats.drift_split(*cum, 300, 0.05, 1.96)
     assert abs(at - change_at) <= n // 1000
     assert r1 == pytest.approx(0.5, abs=0.01) and r2 == pytest.approx(0.2, abs=0.01)

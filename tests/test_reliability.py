@@ -347,8 +347,8 @@ def test_a_long_write_goes_to_several_files_read_back_in_order(tmp_path, monkeyp
     import duckdb
     import polars as pl
 
-    from specscope.store import reading as store_module
     from specscope.logs.assemble import store_columns
+    from specscope.store import reading as store_module
 
     monkeypatch.setattr(store_module, "ROW_GROUPS_PER_FILE", 2)
     target = store_module.Store(tmp_path / "s")

@@ -10,7 +10,7 @@ import pytest
 
 import specscope
 from specscope.acceptance import weighted_acceptance
-from specscope.analysis.detect import gather
+from specscope.analysis.evidence import gather
 from specscope.store import rollup
 
 from .loglines import spec, start, stats

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from specscope.analysis.detect import load_config
 from specscope.prometheus.rules import build_rules, rules_yaml, to_yaml
+from specscope.thresholds import load_config
 
 PROMTOOL = shutil.which("promtool")
 pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="needs promtool (.ci/run installs it)")

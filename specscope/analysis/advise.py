@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specscope.analysis.detect import Config, Evidence, cost_ratio, gather, k_curve, load_config
-from specscope.logs.derive import DRAFTER_KINDS
+from specscope.analysis.evidence import Evidence, gather
 from specscope.store.reading import Store
+from specscope.thresholds import Config, load_config
+from specscope.vocabulary import DRAFTER_KINDS
 
 
 @dataclass
@@ -87,3 +88,26 @@ def advice_text(items: list[Advice]) -> str:
 
 
 __all__ = ["Advice", "advice_text", "advise"]
+
+
+def cost_ratio(
+    config: Config, method: str | None, override: float | None = None
+) -> tuple[float, str]:
+    if override is not None:
+        return override, "--cost-ratio"
+    table = config["cost_ratio"]
+    if method in table:
+        return float(table[method]), f"default for {method}"
+    return float(table["default"]), "default (method unknown)"
+
+
+def k_curve(a: list[float], c: float, block: bool) -> list[dict[str, float]]:
+    """tau(k') and the expected speedup S(k') for k' = 1..k (Leviathan et al. 2023):
+    chain drafters pay per position, S = tau/(1 + c k'); block drafters pay one pass,
+    S = tau/(1 + c)."""
+    out = []
+    tau = 1.0
+    for kk, ai in enumerate(a, start=1):
+        tau += ai
+        out.append({"k": kk, "tau": tau, "speedup": tau / (1 + (c if block else c * kk))})
+    return out

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specscope.analysis.detect import gather
-from specscope.analysis.findings import newcombe, wilson
+from specscope.analysis.evidence import gather
 from specscope.errors import UsageError
 from specscope.schema import CONFIG_COLUMNS
+from specscope.stats import newcombe, wilson
 from specscope.store.reading import Store
 
 

@@ -21,11 +21,10 @@ from specscope.analysis.advise import advice_text
 from specscope.analysis.advise import advise as run_advise
 from specscope.analysis.compare import compare as run_compare
 from specscope.analysis.compare import comparison_text
-from specscope.analysis.detect import detect as run_detect
-from specscope.analysis.detect import load_config, load_reference
-from specscope.analysis.findings import Severity, finding_text
+from specscope.analysis.detectors import detect as run_detect
+from specscope.analysis.findings import Severity
 from specscope.analysis.runs import runs_overview
-from specscope.cli.render import ingest_text, pull_text, runs_text
+from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
 from specscope.cli.watch import watch as run_watch
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
 from specscope.logs.definitions import load_definitions
@@ -37,6 +36,7 @@ from specscope.prometheus.rules import rules_yaml
 from specscope.prometheus.scrape import scrape as run_scrape
 from specscope.report.redact import Redactor
 from specscope.store.reading import DEFAULT_STORE, open_store
+from specscope.thresholds import load_config, load_reference
 
 app = typer.Typer(
     name="specscope",

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from specscope.analysis.findings import Finding
 from specscope.logs.ingest import IngestReport, RunSummary, SourceReport
 from specscope.prometheus.pull import PullReport
 
@@ -187,3 +188,34 @@ def runs_text(rows: Iterable[Mapping[str, Any]]) -> str:
 
 
 __all__ = ["config_line", "ingest_text", "pull_text", "run_lines", "runs_text", "source_lines"]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def finding_text(f: Finding) -> str:
+    where = f.source or ""
+    if f.lines[0] is not None:
+        where += f":{f.lines[0]}" + (
+            f"-{f.lines[1]}" if f.lines[1] not in (None, f.lines[0]) else ""
+        )
+    when = ""
+    if f.window[0] is not None:
+        when = f"  {f.window[0]:%Y-%m-%d %H:%M:%S}"
+        if f.window[1] is not None and f.window[1] != f.window[0]:
+            when += f" -> {f.window[1]:%H:%M:%S}"
+    lines = [f"{str(f.severity).upper():8} {f.kind}  run {f.run_id or '-'}  {where}{when}"]
+    if f.measured:
+        lines.append("  measured: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.measured.items()))
+    if f.expected:
+        lines.append("  expected: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.expected.items()))
+    if f.sample:
+        lines.append("  evidence: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.sample.items()))
+    lines.append(f"  {f.explanation}")
+    lines.append(f"  next: {f.next_step}")
+    return "\n".join(lines)

@@ -25,13 +25,16 @@ from rich.table import Table
 from rich.text import Text
 
 from specscope.acceptance import weighted_acceptance
-from specscope.analysis.detect import evidence_from, findings_of, load_config
-from specscope.analysis.findings import Finding, finding_text
+from specscope.analysis.detectors import findings_of
+from specscope.analysis.evidence import evidence_from
+from specscope.analysis.findings import Finding
+from specscope.cli.render import finding_text
 from specscope.errors import InputMissingError, PrometheusError
 from specscope.logs.ingest import frames
 from specscope.logs.parser import LineParser
 from specscope.prometheus.intervals import Series, intervals
 from specscope.prometheus.scrape import read_metrics
+from specscope.thresholds import load_config
 
 if TYPE_CHECKING:
     import requests

@@ -23,10 +23,10 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.acceptance import Folded, add_k_counts, from_sums, k_counts, most_common_k
-from specscope.logs.derive import DRAFTER_KINDS, quantization_from_model_name
 from specscope.logs.parser import BulkRow, LineParser, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES, polars_schema
 from specscope.store.rollup import RunSums
+from specscope.vocabulary import DRAFTER_KINDS, quantization_from_model_name
 
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
 _INTERNAL = {

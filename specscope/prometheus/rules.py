@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from specscope.analysis.detect import Config, load_config
 from specscope.errors import UsageError
 from specscope.prometheus.pull import series_selector
+from specscope.thresholds import Config, load_config
 
 BY = "instance, model_name, engine"
 PREFIX = "specscope:spec_decode"

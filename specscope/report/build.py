@@ -23,13 +23,16 @@ from typing import Any
 import polars as pl
 
 from specscope.analysis.advise import advice_of
-from specscope.analysis.detect import findings_of, gather, load_config
-from specscope.analysis.findings import Finding, Severity, newcombe, wilson
+from specscope.analysis.detectors import findings_of
+from specscope.analysis.evidence import gather
+from specscope.analysis.findings import Finding, Severity
 from specscope.errors import SpecscopeError, UsageError
 from specscope.logs.source import unhashed
 from specscope.report import charts
 from specscope.report.redact import Redactor
+from specscope.stats import newcombe, wilson
 from specscope.store.reading import Store
+from specscope.thresholds import load_config
 
 GITHUB_COMMENT_LIMIT = 65_536
 EVIDENCE_LINES = 3

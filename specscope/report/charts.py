@@ -10,7 +10,7 @@ from collections.abc import Callable
 import altair as alt
 import polars as pl
 
-from specscope.analysis.findings import wilson
+from specscope.stats import wilson
 
 Redact = Callable[[str | None], str | None]
 WIDTH = 560

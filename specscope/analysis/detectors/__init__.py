@@ -1,0 +1,58 @@
+"""Every detector, run over one body of evidence: findings worst first.
+
+One module per family of question: ``acceptance`` (zero, low, too few drafts),
+``positions`` (cliff, k too large), ``load`` (concurrency, benchmarks, KV cache),
+``prefix_cache``, ``drift`` and ``events``. Each detector takes an ``Evidence`` and returns
+its findings; none reads a log or a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+from typing import Any
+
+from specscope.analysis.detectors.acceptance import insufficient, low, zero
+from specscope.analysis.detectors.drift import drift
+from specscope.analysis.detectors.events import errors
+from specscope.analysis.detectors.load import concurrency, kv_saturation, no_speedup
+from specscope.analysis.detectors.positions import cliff, k_too_large
+from specscope.analysis.detectors.prefix_cache import prefix_cache
+from specscope.analysis.evidence import Evidence, gather
+from specscope.analysis.findings import KINDS, Finding
+from specscope.store.reading import Store
+from specscope.thresholds import Config
+
+DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
+    zero,
+    low,
+    cliff,
+    k_too_large,
+    concurrency,
+    prefix_cache,
+    no_speedup,
+    kv_saturation,
+    drift,
+    insufficient,
+    errors,
+)
+
+
+def detect(
+    store: Store,
+    *,
+    run_ids: Iterable[str] | None = None,
+    since: timedelta | None = None,
+    config: Config | None = None,
+    reference: list[dict[str, Any]] | None = None,
+) -> list[Finding]:
+    """Every finding about the store's runs, worst first."""
+    return findings_of(
+        gather(store, run_ids=run_ids, since=since, config=config, reference=reference)
+    )
+
+
+def findings_of(ev: Evidence) -> list[Finding]:
+    findings = [f for detector in DETECTORS for f in detector(ev)]
+    findings.sort(key=lambda f: (-f.severity, KINDS.index(f.kind), f.run_id or ""))
+    return findings

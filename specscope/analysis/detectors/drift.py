@@ -1,0 +1,67 @@
+"""Acceptance that changes level within a run."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from specscope.analysis.evidence import (
+    Evidence,
+    finding_for,
+)
+from specscope.analysis.findings import Finding, Severity
+from specscope.stats import drift_split
+
+
+def drift(ev: Evidence) -> list[Finding]:
+    out = []
+    cfg = ev.config["acceptance_drift"]
+    need = ev.config["evidence"]["min_drafts_per_side"]
+    z = ev.config["evidence"]["z"]
+    for run_id in ev.runs:
+        rows = ev.spec_of(run_id).filter(
+            pl.col("drafts").is_not_null()
+            & (pl.col("draft_tokens") > 0)
+            & pl.col("accepted_tokens").is_not_null()
+        )
+        if rows.height < 4:
+            continue
+        rows = _in_time_order(rows)
+        drafts, tokens, accepted = (
+            rows[c].fill_null(0).cum_sum().to_numpy()
+            for c in ("drafts", "draft_tokens", "accepted_tokens")
+        )
+        best = drift_split(drafts, tokens, accepted, need, cfg["min_change"], z)
+        if best is None:
+            continue
+        r1, r2, i = best
+        total_d = int(drafts[-1])
+        when = rows[i]["ts"][0] or rows[i]["line"][0]
+        out.append(
+            finding_for(
+                ev,
+                "acceptance_drift",
+                Severity.WARNING if r2 < r1 else Severity.INFO,
+                run_id,
+                rows,
+                explanation=f"Acceptance changes level within the run: {r1:.1%} before "
+                f"{when}, {r2:.1%} after. Something changed mid-run: the workload, the load, "
+                "or the server.",
+                next_step="compare the engine stats and events around that point; split the run "
+                "with --set label=... if the workload changed",
+                measured={"rate_before": r1, "rate_after": r2, "change_at": str(when)},
+                expected={"change below": cfg["min_change"]},
+                sample={
+                    "drafts_before": int(drafts[i - 1]),
+                    "drafts_after": total_d - int(drafts[i - 1]),
+                },
+            )
+        )
+    return out
+
+
+def _in_time_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """A run's rows by time, then line; rows read from a log mostly are already."""
+    keys = [c for c in ("ts", "line") if rows[c].null_count() < rows.height] or ["line"]
+    if all(rows[c].null_count() == 0 and rows[c].is_sorted() for c in keys):
+        return rows  # each key in order: so is the pair
+    return rows.sort(keys, maintain_order=True)

@@ -1,0 +1,156 @@
+"""Acceptance and speed under load: collapse with concurrency, no speedup in a benchmark,
+a KV cache too full to take more sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from specscope.analysis.evidence import (
+    Evidence,
+    counts_of,
+    finding_for,
+)
+from specscope.analysis.findings import Finding, Severity
+from specscope.stats import rate_interval
+
+
+def _setups(ev: Evidence) -> dict[tuple[Any, ...], list[str]]:
+    """Runs of one source with the same configuration: one setup measured at different
+    loads (a user restarting the same server to change concurrency)."""
+    keys = ("spec_method", "k", "model", "quantization", "tensor_parallel_size", "hardware")
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for run_id, run in ev.runs.items():
+        groups.setdefault((run.get("source_id"), *(run.get(k) for k in keys)), []).append(run_id)
+    return groups
+
+
+def concurrency(ev: Evidence) -> list[Finding]:
+    out = []
+    cfg = ev.config["concurrency_collapse"]
+    need = ev.config["evidence"]["min_drafts_per_side"]
+    z = ev.config["evidence"]["z"]
+    usable = (
+        pl.col("drafts").is_not_null()
+        & pl.col("running_reqs").is_not_null()
+        & (pl.col("running_reqs") >= 1)
+    )
+    groups = [[r] for r in ev.runs] + [g for g in _setups(ev).values() if len(g) > 1]
+    reported: set[str] = set()
+    for group in groups:
+        rows = ev.spec_of(*group).filter(usable)
+        one, many = (
+            counts_of(rows.filter(pl.col("running_reqs") == 1)),
+            counts_of(rows.filter(pl.col("running_reqs") >= 2)),
+        )
+        if one["drafts"] < need or many["drafts"] < need or one["rate"] is None:
+            continue
+        if many["rate"] is None or many["rate"] >= cfg["max_ratio"] * one["rate"]:
+            continue
+        lo1, _ = rate_interval(one["accepted"], one["drafts"], one["k"], z)
+        _, hi2 = rate_interval(many["accepted"], many["drafts"], many["k"], z)
+        if hi2 >= lo1 or reported & set(group):
+            continue
+        reported |= set(group)
+        run_id = group[0] if len(group) == 1 else ",".join(group)
+        out.append(
+            finding_for(
+                ev,
+                "concurrency_collapse",
+                Severity.CRITICAL,
+                run_id,
+                rows,
+                explanation=f"Acceptance is {one['rate']:.1%} with one request running and "
+                f"{many['rate']:.1%} with two or more"
+                f"{'' if len(group) == 1 else ' (runs of one setup at different loads)'}: "
+                "drafts stop matching as soon as requests share a batch. That points at batched "
+                "drafting (per-request state, attention metadata, padding) rather than the model.",
+                next_step="reproduce with --max-num-seqs 1 against 2, try another attention "
+                "backend, and report it upstream with this evidence",
+                measured={"rate_one_running": one["rate"], "rate_two_or_more": many["rate"]},
+                expected={"rate_two_or_more above": cfg["max_ratio"] * one["rate"]},
+                sample={"drafts_one": one["drafts"], "drafts_two_or_more": many["drafts"]},
+            )
+        )
+    return out
+
+
+def no_speedup(ev: Evidence) -> list[Finding]:
+    out = []
+    limit = ev.config["no_speedup"]["max_ratio"]
+    bench = ev.bench.filter(pl.col("output_throughput").is_not_null())
+    if bench.is_empty():
+        return out
+    spec_rows = bench.filter(pl.col("speculative").fill_null(False))
+    base_rows = bench.filter(~pl.col("speculative").fill_null(False))
+    for s in spec_rows.to_dicts():
+        peers = base_rows.filter(
+            (pl.col("max_concurrency") == s["max_concurrency"])
+            if s["max_concurrency"] is not None
+            else pl.col("max_concurrency").is_null()
+        )
+        if s.get("model"):
+            same = peers.filter(pl.col("model") == s["model"])
+            peers = same if same.height else peers
+        if peers.is_empty():
+            continue
+        baseline = peers["output_throughput"].max()
+        ratio = s["output_throughput"] / baseline if baseline else None
+        if ratio is None or ratio > limit:
+            continue
+        out.append(
+            Finding(
+                kind="no_speedup",
+                severity=Severity.WARNING,
+                run_id=s["run_id"],
+                source=s["source"],
+                lines=(s["line"], s["end_line"]),
+                window=(None, None),
+                explanation="With speculation the benchmark produced "
+                f"{s['output_throughput']:,.0f} tok/s against {baseline:,.0f} without, at "
+                "concurrency "
+                f"{s['max_concurrency'] or 'unlimited'}: {ratio:.2f}x. At high batch the target is "
+                "no longer memory-bound, so verifying drafts costs more than it saves (seed 004: "
+                "batch 8 prose at 0.7x).",
+                next_step="keep speculation for low-concurrency traffic, lower k, or set "
+                "--speculative-disable-by-batch-size (V0) / serve two pools",
+                measured={"speedup": ratio, "output_throughput": s["output_throughput"]},
+                expected={"speedup above": limit, "baseline_output_throughput": baseline},
+                sample={"baseline_results": peers.height},
+            )
+        )
+    return out
+
+
+def kv_saturation(ev: Evidence) -> list[Finding]:
+    out = []
+    cfg = ev.config["kv_cache_saturation"]
+    for run_id in ev.runs:
+        rows = ev.stats_of(run_id).filter(pl.col("kv_cache_usage").is_not_null())
+        if rows.height < 5:
+            continue
+        full = rows.filter(
+            (pl.col("kv_cache_usage") >= cfg["min_usage"])
+            & (pl.col("waiting_reqs").fill_null(0) > 0)
+        )
+        share = full.height / rows.height
+        if share >= cfg["min_share"]:
+            out.append(
+                finding_for(
+                    ev,
+                    "kv_cache_saturation",
+                    Severity.INFO,
+                    run_id,
+                    full,
+                    explanation=f"In {share:.0%} of the intervals the KV cache is at least "
+                    f"{cfg['min_usage']:.0%} full with requests waiting: the server is out of "
+                    "memory for more sequences, so slowness here is not speculation's.",
+                    next_step="lower --max-num-seqs or the context length, add memory "
+                    "(--gpu-memory-utilization, more GPUs), or shorten k (drafts take KV space)",
+                    measured={"share_saturated": share, "max_waiting": full["waiting_reqs"].max()},
+                    expected={"share below": cfg["min_share"]},
+                    sample={"intervals": rows.height},
+                )
+            )
+    return out

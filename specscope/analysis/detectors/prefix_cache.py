@@ -1,0 +1,111 @@
+"""Acceptance against prefix caching: between runs with it on and off, and within a run
+against the hit rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from specscope.analysis.evidence import (
+    Evidence,
+    counts_of,
+    finding_for,
+    method_of,
+)
+from specscope.analysis.findings import Finding, Severity
+from specscope.stats import rate_interval
+
+
+def prefix_cache(ev: Evidence) -> list[Finding]:
+    out = []
+    cfg = ev.config["prefix_cache_penalty"]
+    need = ev.config["evidence"]["min_drafts_per_side"]
+    z = ev.config["evidence"]["z"]
+    by_setup: dict[tuple[Any, Any], dict[bool, list[str]]] = {}
+    for run_id, run in ev.runs.items():
+        caching = run.get("enable_prefix_caching")
+        if caching is None or method_of(run) is None:
+            continue
+        by_setup.setdefault((run.get("model"), method_of(run)), {}).setdefault(caching, []).append(
+            run_id
+        )
+    for (model, method), sides in by_setup.items():
+        if True not in sides or False not in sides:
+            continue
+        rows_on = ev.spec_of(*sides[True])
+        rows_off = ev.spec_of(*sides[False])
+        on, off = counts_of(rows_on), counts_of(rows_off)
+        if on["drafts"] < need or off["drafts"] < need or on["rate"] is None or off["rate"] is None:
+            continue
+        _, hi_on = rate_interval(on["accepted"], on["drafts"], on["k"], z)
+        lo_off, _ = rate_interval(off["accepted"], off["drafts"], off["k"], z)
+        if off["rate"] - on["rate"] >= cfg["min_drop"] and hi_on < lo_off:
+            out.append(
+                finding_for(
+                    ev,
+                    "prefix_cache_penalty",
+                    Severity.WARNING,
+                    ",".join(sides[True]),
+                    rows_on,
+                    explanation=f"With prefix caching on, {method} on {model} accepts "
+                    f"{on['rate']:.1%}; with it off, {off['rate']:.1%}. Cached prefixes feed "
+                    "the drafter hidden states it did not compute itself (seed 002: turning "
+                    "caching off lifted DFlash from 20% to 30-35%).",
+                    next_step="serve with --no-enable-prefix-caching while this is open, and "
+                    "report the pair of runs upstream",
+                    measured={"rate_caching_on": on["rate"], "rate_caching_off": off["rate"]},
+                    expected={"difference below": cfg["min_drop"]},
+                    sample={"drafts_on": on["drafts"], "drafts_off": off["drafts"]},
+                )
+            )
+    # Within a run: acceptance against the hit rate of the same interval.
+    for run_id in ev.runs:
+        rows = ev.spec_of(run_id).filter(
+            pl.col("prefix_cache_hit_rate").is_not_null() & pl.col("drafts").is_not_null()
+        )
+        if rows.height < 6:
+            continue
+        middle = rows["prefix_cache_hit_rate"].median()
+        low, high = (
+            counts_of(rows.filter(pl.col("prefix_cache_hit_rate") <= middle)),
+            counts_of(rows.filter(pl.col("prefix_cache_hit_rate") > middle)),
+        )
+        if (
+            low["drafts"] < need
+            or high["drafts"] < need
+            or low["rate"] is None
+            or high["rate"] is None
+        ):
+            continue
+        spread = (
+            rows.filter(pl.col("prefix_cache_hit_rate") > middle)["prefix_cache_hit_rate"].mean()
+            - rows.filter(pl.col("prefix_cache_hit_rate") <= middle)["prefix_cache_hit_rate"].mean()
+        )
+        if not spread or spread <= 0:
+            continue
+        slope = (high["rate"] - low["rate"]) / spread
+        _, hi_high = rate_interval(high["accepted"], high["drafts"], high["k"], z)
+        lo_low, _ = rate_interval(low["accepted"], low["drafts"], low["k"], z)
+        if slope <= -cfg["min_slope"] and hi_high < lo_low:
+            out.append(
+                finding_for(
+                    ev,
+                    "prefix_cache_penalty",
+                    Severity.WARNING,
+                    run_id,
+                    rows,
+                    explanation="Within this run, intervals with more prefix-cache hits accept "
+                    f"less: {low['rate']:.1%} at lower hit rates, {high['rate']:.1%} at higher "
+                    "ones.",
+                    next_step="compare a run with --no-enable-prefix-caching on the same workload",
+                    measured={
+                        "rate_low_hit_rate": low["rate"],
+                        "rate_high_hit_rate": high["rate"],
+                        "slope_per_hit_rate": slope,
+                    },
+                    expected={"slope above": -cfg["min_slope"]},
+                    sample={"drafts_low": low["drafts"], "drafts_high": high["drafts"]},
+                )
+            )
+    return out

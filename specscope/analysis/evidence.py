@@ -1,0 +1,320 @@
+"""What detectors read: the store's tables for the runs under study, joined the way they
+need them, and the helpers every detector shares to build a finding."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from specscope.acceptance import weighted_acceptance
+from specscope.analysis.findings import Finding, Severity
+from specscope.errors import UsageError
+from specscope.store import rollup
+from specscope.store.reading import Store
+from specscope.thresholds import Config, load_config, load_reference
+
+
+@dataclass
+class Evidence:
+    """The store's tables for the runs under study, joined the way detectors need them."""
+
+    spec: pl.DataFrame  # spec_decode rows with the adjacent engine stats' running_reqs etc.
+    stats: pl.DataFrame
+    runs: dict[str, dict[str, Any]]
+    events: pl.DataFrame
+    bench: pl.DataFrame
+    per_run: dict[str, dict[str, Any]]  # weighted acceptance per run
+    config: Config
+    reference: list[dict[str, Any]]
+    # Detectors look at one run at a time. The frames are sorted by run (stably, so each
+    # run keeps its order), so a run's rows are a zero-copy slice: no filter per run
+    # (quadratic in runs) and no second copy of the table (partition_by).
+    _spans: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _slim: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+
+    def _rows(self, table: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
+        # Detectors filter a run's rows again and again: without the lists and strings
+        # that only the per-run sums read, a filter copies a third as much.
+        if table not in self._slim:
+            self._slim[table] = getattr(self, table).drop(_READ_ONCE, strict=False)
+        frame = self._slim[table]
+        if table not in self._spans:
+            counts = frame.group_by("run_id", maintain_order=True).len()
+            spans, offset = {}, 0
+            for run_id, n in counts.iter_rows():
+                spans[run_id] = (offset, n)
+                offset += n
+            self._spans[table] = spans
+        parts = [frame.slice(*self._spans[table][r]) for r in run_ids if r in self._spans[table]]
+        if len(parts) == 1:
+            return parts[0]
+        return pl.concat(parts) if parts else frame.clear()
+
+    def spec_of(self, *run_ids: str) -> pl.DataFrame:
+        """The spec rows (joined with their engine stats) of these runs."""
+        return self._rows("spec", run_ids)
+
+    def stats_of(self, *run_ids: str) -> pl.DataFrame:
+        """The engine-stats rows of these runs."""
+        return self._rows("stats", run_ids)
+
+
+# Columns that no detector or report reads: not loaded (a store of 10 M rows is big).
+_NOT_READ = (
+    "format",
+    "per_position_rate",
+    "accepted_throughput",
+    "drafted_throughput",
+    "problems",
+    "extra",
+    "prompt_throughput",
+    "generation_throughput",
+    "external_prefix_cache_hit_rate",
+    "mm_cache_hit_rate",
+    "cpu_prefix_cache_hit_rate",
+    "cpu_kv_cache_usage",
+    "emitted_tokens",
+    "system_efficiency",
+    "counts",
+    "reported_rate",
+    "partial",
+    "engines_aggregated",
+    "deferred_reqs",
+    "swapped_reqs",
+    "preemptions",
+    "corrupted_reqs",
+    "kv_cache_device",
+    "mean_ttft_ms",
+    "mean_itl_ms",
+    "source",  # the run's, in ``runs``
+    "acceptance_rate",  # summed from the counts
+)
+
+
+# Read by the per-run sums only, which ``gather`` streams from the files.
+_SUMMED = ("accepted_per_pos", "mean_acceptance_length")
+
+
+# Not in the rows detectors filter run by run (``watch`` passes frames with every column):
+# what the per-run sums and the stats join read, once.
+_READ_ONCE = (*_SUMMED, *_NOT_READ, "source_id", "stats_line")
+
+
+def gather(
+    store: Store,
+    *,
+    run_ids: Iterable[str] | None = None,
+    since: timedelta | None = None,
+    now: datetime | None = None,
+    config: Config | None = None,
+    reference: list[dict[str, Any]] | None = None,
+) -> Evidence:
+    now = now or datetime.now()
+    run_ids = list(run_ids) if run_ids is not None else None
+    # The per-run sums come from the rollups written with the rows, or else stream from
+    # the rows' files: the per-position lists are then not held with the rows the
+    # detectors filter.
+    if since is None and store.sums_cover_rows():
+        per_run = rollup.per_run(store.run_sums)
+        if run_ids:
+            per_run = per_run.filter(pl.col("run_id").is_in(run_ids))
+    else:
+        scope = pl.lit(True)
+        if run_ids:
+            scope = scope & pl.col("run_id").is_in(run_ids)
+        if since is not None:
+            scope = scope & (pl.col("ts") >= now - since)
+        per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
+    # One chunk per column: a store's files come in many row groups, and polars filters
+    # a frame of many chunks (or of columns chunked differently) far slower than one.
+    # The run as a category: a string per row costs more to copy than all else together.
+    as_category = pl.col("run_id").cast(pl.Categorical)
+    return evidence_from(
+        store.spec_decode.select(pl.exclude(*_NOT_READ, *_SUMMED))
+        .with_columns(as_category)
+        .collect()
+        .rechunk(),
+        store.engine_stats.select(pl.exclude(_NOT_READ))
+        .with_columns(as_category)
+        .collect()
+        .rechunk(),
+        store.runs.collect(),
+        store.events.collect(),
+        store.bench.collect(),
+        run_ids=run_ids,
+        since=since,
+        now=now,
+        config=config,
+        reference=reference,
+        per_run=per_run,
+    )
+
+
+def evidence_from(
+    spec: pl.DataFrame,
+    stats: pl.DataFrame,
+    runs: pl.DataFrame,
+    events: pl.DataFrame,
+    bench: pl.DataFrame,
+    *,
+    run_ids: Iterable[str] | None = None,
+    since: timedelta | None = None,
+    now: datetime | None = None,
+    config: Config | None = None,
+    reference: list[dict[str, Any]] | None = None,
+    per_run: pl.DataFrame | None = None,
+) -> Evidence:
+    """Evidence from frames of the store's tables (a store, or what `watch` holds).
+    ``per_run``: ``weighted_acceptance`` by run of the same rows, when made already."""
+    wanted = set(run_ids or ())
+    if wanted:
+        unknown = wanted - set(runs["run_id"].to_list())
+        if unknown:
+            raise UsageError(f"no run {sorted(unknown)[0]} in the store (`specscope runs`)")
+        spec, stats, runs, events, bench = (
+            t.filter(pl.col("run_id").is_in(wanted)) for t in (spec, stats, runs, events, bench)
+        )
+    if since is not None:
+        cutoff = (now or datetime.now()) - since
+        spec, stats = (t.filter(pl.col("ts") >= cutoff) for t in (spec, stats))
+    joined = _by_run(_join_stats(spec, stats))
+    stats = _by_run(stats)
+    if per_run is None:
+        per_run = weighted_acceptance(joined, ["run_id"])
+    sums = {r["run_id"]: r for r in per_run.to_dicts()}
+    # In the order the runs' rows come (findings and reports list runs in it).
+    order = joined["run_id"].unique(maintain_order=True).to_list()
+    sums = {r: sums[r] for r in order if r in sums} | sums
+    return Evidence(
+        spec=joined,
+        stats=stats,
+        runs={r["run_id"]: r for r in runs.to_dicts()},
+        events=events,
+        bench=bench,
+        per_run=sums,
+        config=config or load_config(),
+        reference=reference if reference is not None else load_reference(),
+    )
+
+
+def _by_run(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each run's rows together (so that a run is a slice). A store read from logs has them
+    so already, in log order; rows from several pulls of one target need the sort."""
+    if frame.is_empty():
+        return frame
+    together = frame.select(
+        pl.col("run_id").rle_id().max() + 1 == pl.col("run_id").n_unique()
+    ).item()
+    return frame if together else frame.sort("run_id", maintain_order=True, nulls_last=True)
+
+
+def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
+    """Each spec record with the engine stats of its interval: the stats line just before it
+    in a log, the scrape with the same timestamp in a pull."""
+    wanted = ["running_reqs", "waiting_reqs", "prefix_cache_hit_rate", "kv_cache_usage"]
+    # A search in the sorted (source, line) keys of the stats, not a hash join: over
+    # millions of rows it is several times faster and builds no table of gigabytes.
+    codes: dict[str, int] = {}
+    logs = stats.select("source_id", "line", *wanted).filter(pl.col("line").is_not_null())
+    have = _source_codes(logs, codes) * (1 << 40) + logs["line"].to_numpy()
+    order = np.argsort(have, kind="stable")
+    have = have[order]
+    stats_line = spec["stats_line"].fill_null(-1).to_numpy()
+    want_np = np.where(stats_line < 0, -1, _source_codes(spec, codes) * (1 << 40) + stats_line)
+    at = np.minimum(np.searchsorted(have, want_np), max(len(have) - 1, 0))
+    found = (want_np >= 0) & (have[at] == want_np) if len(have) else np.zeros(len(want_np), bool)
+    index = pl.Series(np.where(found, order[at] if len(have) else 0, 0), dtype=pl.UInt32)
+    index = index.set(pl.Series(~found), None) if (~found).any() else index  # type: ignore[arg-type]
+    # The columns gathered together: a frame's gather runs over its columns side by side.
+    out = spec.hstack(logs.select(wanted)[index].get_columns())
+    from_pulls = stats.filter(pl.col("line").is_null())
+    if from_pulls.is_empty():
+        return out
+    # Joins keep the left order: a group's rows, and groups, in the order of the input.
+    out = out.join(
+        from_pulls.select("run_id", "engine", "ts", *[pl.col(c).alias(f"{c}_p") for c in wanted]),
+        on=["run_id", "engine", "ts"],
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )
+    return out.with_columns(pl.coalesce(c, f"{c}_p").alias(c) for c in wanted).drop(
+        [f"{c}_p" for c in wanted]
+    )
+
+
+def _source_codes(frame: pl.DataFrame, codes: dict[str, int]) -> np.ndarray:
+    """Each row's source as a number (the same in every frame given ``codes``). A store's
+    rows come a source at a time, so the runs of equal values are few: no hash per row."""
+    runs = frame.select(pl.col("source_id").rle()).unnest("source_id")
+    numbers = [codes.setdefault(v, len(codes)) for v in runs["value"].to_list()]
+    return np.repeat(np.asarray(numbers, dtype=np.int64), runs["len"].to_numpy())
+
+
+def _lines(rows: pl.DataFrame) -> tuple[int | None, int | None]:
+    if rows.is_empty() or rows["line"].null_count() == rows.height:
+        return (None, None)
+    return (rows["line"].min(), rows["end_line"].max() or rows["line"].max())
+
+
+def _window(rows: pl.DataFrame) -> tuple[datetime | None, datetime | None]:
+    if rows.is_empty() or rows["ts"].null_count() == rows.height:
+        return (None, None)
+    return (rows["ts"].min(), rows["ts"].max())
+
+
+def finding_for(
+    ev: Evidence,
+    kind: str,
+    severity: Severity,
+    run_id: str | None,
+    rows: pl.DataFrame | None,
+    **kw: Any,
+) -> Finding:
+    run = ev.runs.get(run_id or "", {})
+    source = run.get("source") if run else None
+    if rows is not None and not rows.is_empty():
+        source = ev.runs.get(rows["run_id"][0], {}).get("source", source)
+    return Finding(
+        kind=kind,
+        severity=severity,
+        run_id=run_id,
+        source=source,
+        lines=_lines(rows) if rows is not None else (None, None),
+        window=_window(rows) if rows is not None else (None, None),
+        **kw,
+    )
+
+
+def drafts_of(agg: Mapping[str, Any]) -> int:
+    return int(agg.get("drafts") or 0)
+
+
+def method_of(run: Mapping[str, Any]) -> str | None:
+    method = run.get("spec_method")
+    if method is None and run.get("drafter_loader") == "MTP":
+        method = "mtp"
+    return method
+
+
+def counts_of(rows: pl.DataFrame) -> dict[str, Any]:
+    drafts = rows["drafts"].sum() if rows.height else 0
+    accepted = rows["accepted_tokens"].sum() if rows.height else 0
+    tokens = rows["draft_tokens"].sum() if rows.height else 0
+    k = tokens / drafts if drafts else 0
+    return {
+        "drafts": int(drafts or 0),
+        "accepted": int(accepted or 0),
+        "draft_tokens": int(tokens or 0),
+        "k": k,
+        "rate": accepted / tokens if tokens else None,
+    }
+
+
+def enough_drafts(ev: Evidence, agg: Mapping[str, Any]) -> bool:
+    return drafts_of(agg) >= ev.config["evidence"]["min_drafts"]
