@@ -257,3 +257,12 @@ __all__ = [
     "TABLES",
     "polars_schema",
 ]
+
+
+def store_columns(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """The rows as the store holds them: the table's columns (null where the frame has
+    none), without the internal ones."""
+    return frame.select(
+        (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t)).alias(c)
+        for c, t in polars_schema(table).items()
+    )

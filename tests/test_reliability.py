@@ -347,7 +347,7 @@ def test_a_long_write_goes_to_several_files_read_back_in_order(tmp_path, monkeyp
     import duckdb
     import polars as pl
 
-    from specscope.logs.assemble import store_columns
+    from specscope.schema import store_columns
     from specscope.store import reading as store_module
 
     monkeypatch.setattr(store_module, "ROW_GROUPS_PER_FILE", 2)

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from specscope.acceptance import weighted_acceptance
 from specscope.store.reading import Store
-from specscope.store.rollup import acceptance_by_run
+from specscope.store.rollup import per_run
+
+
+def acceptance_by_run(store: Store) -> pl.DataFrame:
+    """``weighted_acceptance`` by run of all the store's spec-decode rows: from the rollups
+    where every file has one, else from the rows."""
+    if store.sums_cover_rows():
+        return per_run(store.run_sums)
+    return weighted_acceptance(store.spec_decode, ["run_id"])
 
 
 def runs_overview(store: Store) -> pl.DataFrame:

@@ -29,9 +29,9 @@ import polars as pl
 import regex
 
 from specscope.errors import PrometheusError, UsageError
-from specscope.logs.assemble import store_columns
 from specscope.prometheus.answers import Answer, SeriesKey, decode_all
 from specscope.prometheus.intervals import SERIES_NAMES, Intervals, Series, intervals
+from specscope.schema import store_columns
 from specscope.store.reading import Store, StoreWriter, default_store_path
 
 if TYPE_CHECKING:

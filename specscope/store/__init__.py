@@ -1,1 +1,8 @@
-"""TODO"""
+"""The store: Parquet tables under one folder, and the manifest that makes them visible.
+
+Input: frames in the tables' final columns (``schema``), from ``logs`` and ``prometheus``.
+Output: a ``Store`` whose tables read back as polars LazyFrames (and as plain Parquet for
+DuckDB and others), with each run's acceptance sums (``rollup``) beside its rows.
+Imports: the kernel only (``errors``, ``schema``, ``acceptance``); never a reader of logs
+or servers, nor anything above.
+"""

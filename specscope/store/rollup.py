@@ -11,8 +11,6 @@ were) is summed from its rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import polars as pl
 import pyarrow as pa
 
@@ -24,14 +22,10 @@ from specscope.acceptance import (
     assemble,
     k_counts,
     sums,
-    weighted_acceptance,
 )
 from specscope.schema import polars_schema
 
-if TYPE_CHECKING:
-    from specscope.store.reading import Store
-
-__all__ = ["RunSums", "acceptance_by_run", "per_run"]
+__all__ = ["RunSums", "per_run"]
 
 _KEYS = ["run_id"]
 # The totals columns of ``acceptance.sums``, typed as the table stores them.
@@ -130,11 +124,3 @@ def per_run(rollups: pl.LazyFrame) -> pl.DataFrame:
         _KEYS,
     )
     return assemble(totals.lazy(), positions.lazy(), ks.lazy(), _KEYS).collect()
-
-
-def acceptance_by_run(store: Store) -> pl.DataFrame:
-    """``weighted_acceptance`` by run of all the store's spec-decode rows: from the rollups
-    where every file has one, else from the rows."""
-    if store.sums_cover_rows():
-        return per_run(store.run_sums)
-    return weighted_acceptance(store.spec_decode, ["run_id"])
