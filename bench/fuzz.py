@@ -15,7 +15,8 @@ import time
 import traceback
 
 from specscope.logs.definitions import load_definitions
-from specscope.logs.parser import Grammar, parse_text
+from specscope.logs.grammar import Grammar
+from specscope.logs.parser import parse_text
 
 NUMBERS = ["nan", "inf", "-1", "99999999999999999999999", "1e308", "-0.0", "\x00", "", "0x1F"]
 

@@ -33,7 +33,8 @@ from specscope.errors import (
     UsageError,
 )
 from specscope.logs.ingest import IngestReport, RunSummary, SourceReport, ingest
-from specscope.logs.parser import ParseResult, parse_lines, parse_text
+from specscope.logs.parser import parse_lines, parse_text
+from specscope.logs.results import ParseResult
 from specscope.prometheus.pull import PullReport, pull
 from specscope.prometheus.rules import rules_yaml
 from specscope.schema import SCHEMA_VERSION

@@ -16,7 +16,7 @@ import pytest
 from specscope.logs.assemble import Stage, finish
 from specscope.logs.bulk import parse_source
 from specscope.logs.definitions import load_definitions
-from specscope.logs.parser import Grammar
+from specscope.logs.grammar import Grammar
 from specscope.logs.source import open_source
 from tests.helpers import FIXTURES, ROOT
 

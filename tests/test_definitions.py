@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from specscope.logs.definitions import load_definitions
-from specscope.logs.parser import Grammar, parse_text
+from specscope.logs.grammar import Grammar
+from specscope.logs.parser import parse_text
 
 DEFINITIONS = load_definitions()
 GRAMMAR = Grammar(DEFINITIONS)

@@ -23,7 +23,8 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.acceptance import Folded, add_k_counts, from_sums, k_counts, most_common_k
-from specscope.logs.parser import BulkRow, LineParser, ParseResult, Row, Run
+from specscope.logs.parser import LineParser
+from specscope.logs.results import BulkRow, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES, polars_schema
 from specscope.store.rollup import RunSums
 from specscope.vocabulary import DRAFTER_KINDS, quantization_from_model_name
@@ -226,7 +227,7 @@ def detach(parser: LineParser) -> None:
     """Records that left the parser may still be completed by a later line (a prefix-cache
     line after a stats line): what remains of them in the parser's memory becomes a
     ``BulkRow``, whose additions are kept as patches."""
-    run = parser._run
+    run = parser.run
     if run is None:
         return
     for key, (table, row) in list(run.last_record.items()):

@@ -26,7 +26,9 @@ import pyarrow as pa
 from specscope.logs.assemble import Stage, detach
 from specscope.logs.clean import ANSI
 from specscope.logs.definitions import Definition, PlainShape
-from specscope.logs.parser import BulkRow, Envelope, Grammar, LineParser, ParseResult, parse_lines
+from specscope.logs.grammar import Envelope, Grammar
+from specscope.logs.parser import LineParser, parse_lines
+from specscope.logs.results import BulkRow, ParseResult
 from specscope.logs.source import Source
 
 BLOCK_BYTES = 3 << 20  # polars pays per call above, memory grows with it below
@@ -522,7 +524,7 @@ class _Walk:
         if not len(env_idx):  # lines the parser would pass over (nothing it looks for)
             parser.lines = max(parser.lines, self.base + b)
             return
-        run = parser._run
+        run = parser.run
         assert run is not None
         rec_idx = np.flatnonzero(self.kind[a:b] == RECORD) + a
         sid = self.stretches

@@ -19,7 +19,8 @@ from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
 from specscope.logs.assemble import RECORD_TABLES, Finished, Stage, finish
 from specscope.logs.bulk import parse_source
 from specscope.logs.definitions import load_definitions
-from specscope.logs.parser import Grammar, ParseResult
+from specscope.logs.grammar import Grammar
+from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
 from specscope.schema import CONFIG_COLUMNS, RUNS, store_columns
 from specscope.store.reading import Store, StoreWriter, default_store_path

@@ -1,0 +1,203 @@
+"""Records that go on past the end of their physical line: a spec or stats record wrapped
+by a terminal or a paste, a config dict still open, a multi-line result block. Each says
+whether the next line is more of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from specscope.logs.definitions import Definition
+from specscope.logs.fields import (
+    is_list_continuation,
+    read_block,
+    read_fields,
+)
+from specscope.logs.grammar import Anchor, Envelope
+from specscope.logs.pyrepr import is_open, parse_key_values, parse_python_dict
+
+MAX_WRAPPED_LINES = 32  # a record wrapped at 40 columns takes about ten
+
+
+# The rest of a one-word value cut by a line end (a version, a model path), not a word.
+_TOKEN_TAIL = regex.compile(r"[a-z0-9._/-]|\S*[0-9./-]")
+
+
+# More of a repr cut by a line end: white space only after commas (prose has it elsewhere).
+_REPR_LIKE = regex.compile(r"\S*(?:,\s+\S*)*$")
+
+
+_LABEL_HEAD = regex.compile(r"\s*([A-Za-z][A-Za-z0-9 _/()%.-]{0,60}?)\s*:")
+
+
+@dataclass(slots=True)
+class Piece:
+    text: str
+    env: Envelope | None
+    has_env: bool  # the envelope starts this piece (rather than an earlier one on the line)
+    anchor: tuple[regex.Match[str], Anchor] | None
+    headless: bool
+    start: int = 0  # where the piece is in its logical line
+    end: int = 0
+
+
+class Pending:
+    """A record whose text may still go on on the next line."""
+
+    def __init__(self, piece: Piece, line: int) -> None:
+        assert piece.anchor is not None
+        self.match, self.anchor = piece.anchor
+        self.text = piece.text
+        self.env = piece.env
+        self.line = line
+        self.end_line = line
+        self.in_prose = False  # the record starts after other text on its line
+
+    @property
+    def body(self) -> str:
+        return self.text[self.match.end() - self.match.start() :]
+
+    def _quality(self, text: str) -> tuple[int, int, int, int, int, int]:
+        """(-problems, fields, fields not cut short, fields shown whole, values and list
+        items), leaving out a last label cut short."""
+        d = self.anchor.definitions[0]
+        body = text[self.match.end() - self.match.start() :]
+        head, sep, last = body.rpartition(",")
+        if sep and ":" not in last and not is_list_continuation(last):
+            body = head
+        reading = read_fields(d, body)
+        return (
+            -len(reading.problems),
+            len(reading.values) + (reading.dropped is not None),
+            len(reading.values),
+            reading.whole,
+            reading.items,
+            reading.chars,  # a number whose last digits came on the next line
+        )
+
+    def closed(self) -> bool:
+        """Complete: its terminal field is there (and nothing trails it)."""
+        d = self.anchor.definitions[0]
+        body = self.body.rstrip()
+        if body.endswith((",", ":")):
+            return False
+        return d.terminal is not None and d.terminal.search(body) is not None
+
+    def take(self, text: str, line: int) -> bool:
+        """Append ``text`` (the next physical line) when it reads as the rest of this record:
+        more of its list, or more of its fields (or fields made whole), and no new problem."""
+        d = self.anchor.definitions[0]
+        if self.end_line - self.line + 1 >= MAX_WRAPPED_LINES or self.closed():
+            return False
+        if self.anchor.fragment and self.in_prose:
+            return False  # a value quoted in a sentence, not a record's first line
+        stripped = text.strip()
+        if not stripped:
+            return False
+        if stripped == ",":  # the separator before a field that comes next
+            self.text = self.text.rstrip() + ", "
+            self.end_line = line
+            return True
+        base = self.text.rstrip()
+        candidates = [base + stripped]
+        head = _LABEL_HEAD.match(stripped)
+        if head and d.field_for(head.group(1)) and not base.endswith(","):
+            candidates.append(base + ", " + stripped)  # a fragment's next line: a new field
+        after, joined = max((self._quality(c), c) for c in candidates)
+        before = self._quality(self.text)
+        if after[0] < before[0] or after[1:] <= before[1:]:
+            return False
+        self.text = joined
+        self.end_line = line
+        return True
+
+
+class PendingConfig:
+    """A config line whose dict or repr is still open at the end of the physical line."""
+
+    def __init__(
+        self, defn: Definition, match: regex.Match[str], text: str, piece: Piece, line: int
+    ) -> None:
+        self.defn, self.match, self.text, self.piece = defn, match, text, piece
+        self.line = line
+        self.lines = 1
+
+    def open(self) -> bool:
+        """A dict or repr still open, or a value that the line end may have cut."""
+        if self.defn.parse:
+            return True  # whether the next line is more of it, its keys tell
+        return self.lines == 1 and self.match.end() >= len(self.match.string.rstrip())
+
+    def _keys(self, text: str) -> int:
+        read = parse_python_dict if self.defn.parse == "python_dict" else parse_key_values
+        return len(read(text))
+
+    def take(self, text: str) -> bool:
+        if self.lines >= MAX_WRAPPED_LINES * 4 or not self.open():
+            return False
+        stripped = text.strip()
+        if self.defn.parse:
+            joined = self.text.rstrip() + stripped
+            if (
+                not is_open(self.match.group(0) + self.text)
+                and not _REPR_LIKE.match(stripped)
+                and self._keys(joined) <= self._keys(self.text)
+            ):
+                return False
+        else:
+            if (
+                not stripped
+                or len(stripped) > 80
+                or any(c.isspace() for c in stripped)
+                or not _TOKEN_TAIL.match(stripped)
+            ):
+                return False
+            assert self.defn.anchor is not None
+            longer = self.defn.anchor.match(
+                self.match.string.rstrip() + stripped, self.match.start()
+            )
+            if longer is None:
+                return False
+            self.match = longer
+        self.text = self.text.rstrip() + stripped
+        self.lines += 1
+        return True
+
+
+@dataclass(slots=True)
+class Origin:
+    line: int
+    end_line: int
+    env: Envelope | None
+
+
+class Block:
+    """A multi-line block (bench results, the offline example's summary) being collected."""
+
+    MAX_LINES = 120
+
+    def __init__(self, defn: Definition, text: str, line: int) -> None:
+        self.defn = defn
+        self.lines = [text]
+        self.line = line
+        self.end_line = line
+        self.ended = False
+
+    def repeats(self, text: str) -> bool:
+        """Does ``text`` say again what the block already said (the next block)?"""
+        said = read_block(self.defn, "\n".join(self.lines)).values
+        return bool(said.keys() & read_block(self.defn, text).values.keys())
+
+    def take(self, text: str, line: int) -> bool:
+        d = self.defn
+        if self.ended or len(self.lines) >= self.MAX_LINES:
+            return False
+        if d.end is not None and d.end.search(text):
+            self.ended = True
+        elif not (read_block(d, text).values or (d.continues and d.continues.search(text))):
+            return False
+        self.lines.append(text)
+        self.end_line = line
+        return True
