@@ -43,7 +43,8 @@ from specscope.store.reading import Store, open_store
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from specscope.report.build import Report, build_report, write_report
+    from specscope.report.build import Report, build_report
+    from specscope.report.write import write_report
 
 # The report draws with Altair: imported when first asked for, so that ingest and detect
 # do not pay for it.
@@ -52,9 +53,9 @@ _LAZY = {"Report", "build_report", "write_report"}
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from specscope.report import build as report
+        from specscope.report import build, write
 
-        return getattr(report, name)
+        return getattr(write if name == "write_report" else build, name)
     raise AttributeError(f"module 'specscope' has no attribute {name!r}")
 
 

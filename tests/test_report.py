@@ -13,7 +13,8 @@ import pytest
 
 import specscope
 from specscope.analysis.compare import compare
-from specscope.report.build import GITHUB_COMMENT_LIMIT, build_report, md, render_markdown
+from specscope.report.build import build_report
+from specscope.report.markdown import GITHUB_COMMENT_LIMIT, md, render_markdown
 from specscope.report.redact import Redactor
 
 from .helpers import SEEDS
@@ -293,7 +294,7 @@ def test_evidence_lines_point_at_each_findings_first_line(planted):
 def test_the_vega_bundle_is_built_once_and_kept_whole(tmp_path, monkeypatch):
     import vl_convert
 
-    from specscope.report.build import vega_bundle
+    from specscope.report.html import vega_bundle
 
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path / "cache"))
     built = []

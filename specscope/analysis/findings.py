@@ -60,14 +60,15 @@ class Finding:
         d["severity"] = str(self.severity)
         d["lines"] = list(self.lines)
         d["window"] = [t.isoformat() if t is not None else None for t in self.window]
-        return _plain(d)
+        return json_safe(d)
 
 
-def _plain(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """A value as JSON can hold it: datetimes as ISO text, NaN and infinities as None."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, datetime):
@@ -75,4 +76,4 @@ def _plain(value: Any) -> Any:
     return value
 
 
-__all__ = ["KINDS", "Finding", "Severity"]
+__all__ = ["KINDS", "Finding", "Severity", "json_safe"]

@@ -374,7 +374,8 @@ def report(
     the k advice, charts, and what moves acceptance across the runs of the store.
     """
     # Here, not at the top: Altair takes a while to import and most commands need none of it.
-    from specscope.report.build import build_report, report_kind, write_report
+    from specscope.report.build import build_report
+    from specscope.report.write import report_kind, write_report
 
     try:
         if out is not None and not as_json:

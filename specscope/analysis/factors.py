@@ -1,0 +1,121 @@
+"""What moves acceptance across runs: per factor (prefix caching, quantization, k, ...),
+the weighted acceptance of each value, the effect where two runs differ in that factor
+alone, and otherwise what the factor is confounded with."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from specscope.analysis.findings import json_safe
+from specscope.stats import newcombe, wilson
+
+FACTORS = (
+    "enable_prefix_caching",
+    "quantization",
+    "hardware",
+    "spec_method",
+    "k",
+    "vllm_version",
+    "kv_cache_dtype",
+    "attention_backend",
+)
+
+
+def what_moves(spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per factor: weighted acceptance per value, and the effect where two runs differ in
+    that factor alone (matched pairs); where no such pair exists, what it is confounded with."""
+    per_run: dict[str, dict[str, float]] = {}
+    for row in (
+        spec.filter(pl.col("drafts").is_not_null())
+        .group_by("run_id")
+        .agg(pl.col("accepted_tokens").sum(), pl.col("draft_tokens").sum(), pl.col("drafts").sum())
+        .to_dicts()
+    ):
+        if row["draft_tokens"]:
+            per_run[row["run_id"]] = row
+    out = []
+    for factor in FACTORS:
+        values: dict[Any, list[str]] = {}
+        for run_id in per_run:
+            value = runs.get(run_id, {}).get(factor)
+            if value is not None:
+                values.setdefault(value, []).append(run_id)
+        if len(values) < 2:
+            continue
+        groups = []
+        for value, ids in sorted(values.items(), key=lambda kv: str(kv[0])):
+            acc = sum(per_run[i]["accepted_tokens"] for i in ids)
+            tokens = sum(per_run[i]["draft_tokens"] for i in ids)
+            drafts = sum(per_run[i]["drafts"] for i in ids)
+            low, high = wilson(acc / (tokens / drafts), drafts)
+            groups.append(
+                {
+                    "value": json_safe(value),
+                    "runs": len(ids),
+                    "drafts": drafts,
+                    "acceptance_rate": acc / tokens,
+                    "interval": [low, high],
+                }
+            )
+        pairs = []
+        others = [f for f in FACTORS if f != factor]
+        # Only runs alike in everything else can pair: bucket them first rather than try
+        # every pair (thousands of runs would make that quadratic).
+        alike: dict[str, list[str]] = {}
+        for run_id in sorted(per_run):
+            run = runs.get(run_id, {})
+            if run.get(factor) is not None:
+                key = repr([run.get("model"), *(run.get(o) for o in others)])
+                alike.setdefault(key, []).append(run_id)
+        for ids in alike.values():
+            for a, b in itertools.combinations(ids, 2):
+                va, vb = runs[a].get(factor), runs[b].get(factor)
+                if va != vb:
+                    pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb))
+        pairs.sort(key=lambda p: (p["run_a"], p["run_b"]))
+        confounded = (
+            sorted(
+                {
+                    o
+                    for o in others
+                    if len({str(runs.get(i, {}).get(o)) for ids in values.values() for i in ids})
+                    > 1
+                }
+            )
+            if not pairs
+            else []
+        )
+        out.append(
+            {
+                "factor": factor,
+                "groups": groups,
+                "matched_pairs": pairs,
+                "confounded_with": confounded,
+            }
+        )
+    return out
+
+
+def _pair(
+    a: Mapping[str, float], b: Mapping[str, float], id_a: str, id_b: str, va: Any, vb: Any
+) -> dict[str, Any]:
+    pa = a["accepted_tokens"] / a["draft_tokens"]
+    pb = b["accepted_tokens"] / b["draft_tokens"]
+    low, high = newcombe(a, b)
+    return {
+        "run_a": id_a,
+        "value_a": json_safe(va),
+        "run_b": id_b,
+        "value_b": json_safe(vb),
+        "rate_a": pa,
+        "rate_b": pb,
+        "difference": pb - pa,
+        "interval": [low, high],
+    }
+
+
+__all__ = ["FACTORS", "what_moves"]

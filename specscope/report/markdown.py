@@ -1,0 +1,172 @@
+"""A report as Markdown for a GitHub comment, with PNG charts in a folder beside it. Every
+string is escaped: text from a log never becomes markup."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from specscope.report.build import RUN_COLUMNS, Report
+
+GITHUB_COMMENT_LIMIT = 65_536
+
+
+# Characters that Markdown could read as markup (html.escape has taken care of < > &).
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|~"})
+
+
+def md(value: Any) -> str:
+    """A value as Markdown text that renders as itself (no markup, no HTML)."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return html.escape(str(value), quote=False).translate(_MD_SPECIAL).replace("\n", " ")
+
+
+def _fence(lines: list[str]) -> str:
+    text = "\n".join(lines)
+    longest = max((len(m) for m in _backtick_runs(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _backtick_runs(text: str) -> list[str]:
+    runs, current = [], ""
+    for c in text:
+        if c == "`":
+            current += c
+        elif current:
+            runs.append(current)
+            current = ""
+    return [*runs, current] if current else runs
+
+
+def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
+    """The report as Markdown; chart PNGs go to ``<out stem>_files/`` beside it."""
+    parts = [f"# Speculative decoding triage\n\n{md(report.verdict)}\n"]
+    parts.append("## Runs\n")
+    parts.append("| " + " | ".join(h for h, _ in RUN_COLUMNS) + " |")
+    parts.append("|" + "---|" * len(RUN_COLUMNS))
+    for r in report.runs:
+        cells = []
+        for _, key in RUN_COLUMNS:
+            value = r.get(key)
+            cells.append(
+                f"{value:.1%}" if key == "acceptance_rate" and value is not None else md(value)
+            )
+        parts.append("| " + " | ".join(cells) + " |")
+    parts.append("\n## Findings\n")
+    if not report.findings:
+        parts.append("No findings.\n")
+    for f in report.findings:
+        where = md(f["source"]) if f["source"] else "–"
+        if f["lines"][0] is not None:
+            where += f":{f['lines'][0]}" + (
+                f"-{f['lines'][1]}" if f["lines"][1] not in (None, f["lines"][0]) else ""
+            )
+        parts.append(f"### {f['severity']}: {f['kind']} (run {md(f['run_id'])})\n")
+        parts.append(f"{md(f['explanation'])}\n\n**Next:** {md(f['next_step'])}\n")
+        numbers = ", ".join(f"{md(k)} {md(v)}" for k, v in f["measured"].items())
+        expected = ", ".join(f"{md(k)} {md(v)}" for k, v in f["expected"].items())
+        evidence = ", ".join(f"{md(k)} {md(v)}" for k, v in f["sample"].items())
+        body = [f"- where: {where}", f"- measured: {numbers}"]
+        if expected:
+            body.append(f"- expected: {expected}")
+        if evidence:
+            body.append(f"- evidence: {evidence}")
+        detail = "\n".join(body)
+        if f["evidence"]:
+            detail += "\n\n" + _fence(f["evidence"])
+        parts.append(f"<details><summary>Evidence</summary>\n\n{detail}\n\n</details>\n")
+    parts.append("## Per-position acceptance and k advice\n")
+    for p in report.per_position:
+        rates = " ".join(f"{a:.3f}" if a is not None else "–" for a in p["per_position"])
+        advice = next((a for a in report.advice if a["run_id"] == p["run"]), None)
+        hint = (
+            f" Best k by the cost model: **{advice['best_k']}** "
+            f"(c={advice['cost_ratio']}, {md(advice['cost_source'])})."
+            if advice
+            else ""
+        )
+        parts.append(f"- **{md(p['run'])}** ({md(p['drafts'])} drafts): {rates}.{hint}")
+    if report.advice:
+        table = ["| run | k′ | τ(k′) | speedup |", "|---|---|---|---|"]
+        for a in report.advice:
+            for point in a["curve"]:
+                mark = " ←" if point["k"] == a["best_k"] else ""
+                table.append(
+                    f"| {md(a['run_id'])} | {point['k']}{mark} | {point['tau']:.2f} | "
+                    f"{point['speedup']:.3f} |"
+                )
+        parts.append(
+            "\n<details><summary>τ and speedup for every k′</summary>\n\n"
+            + "\n".join(table)
+            + "\n\n</details>\n"
+        )
+    if report.charts:
+        parts.append("## Charts\n")
+        files = out.parent / f"{out.stem}_files"
+        for name, title, spec in report.charts:
+            if images:
+                files.mkdir(parents=True, exist_ok=True)
+                png = files / f"{name}.png"
+                png.write_bytes(_png(spec))
+                parts.append(f"![{md(title)}]({files.name}/{png.name})\n")
+    parts.append("## What moves acceptance\n")
+    if not report.moves:
+        parts.append("The store's runs do not differ in any factor with counts on both sides.\n")
+    for m in report.moves:
+        groups = "; ".join(
+            f"{md(g['value'])}: {g['acceptance_rate']:.1%} [{g['interval'][0]:.1%}, "
+            f"{g['interval'][1]:.1%}] over {g['runs']} run(s)"
+            for g in m["groups"]
+        )
+        parts.append(f"- **{md(m['factor'])}**: {groups}.")
+        for pair in m["matched_pairs"]:
+            parts.append(
+                f"  - matched pair {md(pair['run_a'])} ({md(pair['value_a'])}) → "
+                f"{md(pair['run_b'])} ({md(pair['value_b'])}): {pair['difference']:+.1%} "
+                f"[{pair['interval'][0]:+.1%}, {pair['interval'][1]:+.1%}]"
+            )
+        if m["confounded_with"]:
+            parts.append(
+                f"  - no pair of runs differs in this alone: confounded with "
+                f"{', '.join(md(c) for c in m['confounded_with'])}."
+            )
+    parts.append(
+        f"\n<sub>{md(report.redaction)} Generated by specscope, {md(report.generated)}.</sub>\n"
+    )
+    text = "\n".join(parts)
+    if len(text) > GITHUB_COMMENT_LIMIT:
+        text = _shorten(text)
+    return text
+
+
+def _shorten(text: str) -> str:
+    """Drop evidence blocks, longest first, until the report fits one GitHub comment."""
+    while len(text) > GITHUB_COMMENT_LIMIT:
+        start = text.rfind("<details>")
+        end = text.find("</details>", start)
+        if start < 0 or end < 0:
+            return text[: GITHUB_COMMENT_LIMIT - 200] + "\n\n(cut to fit one GitHub comment)\n"
+        text = (
+            text[:start]
+            + "<sub>(details left out to fit one GitHub comment)</sub>"
+            + text[end + len("</details>") :]
+        )
+    return text
+
+
+def _png(spec: dict[str, Any]) -> bytes:
+    import vl_convert
+
+    return vl_convert.vegalite_to_png(spec, scale=1.5)
+
+
+__all__ = ["GITHUB_COMMENT_LIMIT", "md", "render_markdown"]
