@@ -349,8 +349,9 @@ def test_a_long_write_goes_to_several_files_read_back_in_order(tmp_path, monkeyp
 
     from specscope.schema import store_columns
     from specscope.store import reading as store_module
+    from specscope.store import writing
 
-    monkeypatch.setattr(store_module, "ROW_GROUPS_PER_FILE", 2)
+    monkeypatch.setattr(writing, "ROW_GROUPS_PER_FILE", 2)
     target = store_module.Store(tmp_path / "s")
 
     def parts(first: int, n: int) -> list[pl.DataFrame]:

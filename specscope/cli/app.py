@@ -35,7 +35,8 @@ from specscope.prometheus.pull import pull as run_pull
 from specscope.prometheus.rules import rules_yaml
 from specscope.prometheus.scrape import scrape as run_scrape
 from specscope.report.redact import Redactor
-from specscope.store.reading import DEFAULT_STORE, open_store
+from specscope.store.layout import DEFAULT_STORE
+from specscope.store.reading import open_store
 from specscope.thresholds import load_config, load_reference
 
 app = typer.Typer(

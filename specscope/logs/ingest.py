@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,11 @@ from specscope.logs.grammar import Grammar
 from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
 from specscope.schema import CONFIG_COLUMNS, RUNS, store_columns
-from specscope.store.reading import Store, StoreWriter, default_store_path
+from specscope.store.layout import default_store_path
+from specscope.store.reading import Store
+from specscope.store.sources import source_id as new_source_id
+from specscope.store.sources import sources_row
+from specscope.store.writing import StoreWriter
 
 SKIP_EXAMPLES = 5
 _INT_CONFIG = {f.name for f in RUNS if f.type in ("int32", "int64")} & set(CONFIG_COLUMNS)
@@ -299,7 +303,7 @@ def _ingest_one(
             report.notes.append(f"already in the store as {same['path']}; nothing added")
             return report, None
         previous = _grown_from(src, absolute, known)
-        source_id = previous["source_id"] if previous else "s" + src.sha256[:10]
+        source_id = previous["source_id"] if previous else new_source_id("log", src.sha256)
         stage = Stage(writer.stage_path())
         try:
             told = None
@@ -381,28 +385,27 @@ def _ingest_parsed(
     report.runs = _summaries(done)
     if previous:
         report.notes.append(f"grew since the last ingest: read on from line {after + 1}")
-    row = {
-        "source_id": source_id,
-        "path": absolute,
-        "kind": "log",
-        "size": src.size,
-        "sha256": src.sha256,
-        "content_sha256": src.content_sha256,
-        "content_size": src.content_size,
-        "head_sha256": src.head_sha256,
-        "mtime": src.mtime.replace(tzinfo=None),
-        "lines": result.lines,
-        "year": first_year,
-        "year_basis": basis,
-        "spec_records": report.found["spec_decode"],
-        "stats_records": report.found["engine_stats"],
-        "runs": len(runs),
-        "events": report.found["events"],
-        "bench_records": report.found["bench"],
-        "skipped_lines": report.skipped_lines,
-        "ingest_id": writer.ingest_id,
-        "ingested_at": datetime.now(UTC).replace(tzinfo=None),
-    }
+    row = sources_row(
+        source_id,
+        absolute,
+        "log",
+        writer.ingest_id,
+        size=src.size,
+        sha256=src.sha256,
+        content_sha256=src.content_sha256,
+        content_size=src.content_size,
+        head_sha256=src.head_sha256,
+        mtime=src.mtime.replace(tzinfo=None),
+        lines=result.lines,
+        year=first_year,
+        year_basis=basis,
+        spec_records=report.found["spec_decode"],
+        stats_records=report.found["engine_stats"],
+        runs=len(runs),
+        events=report.found["events"],
+        bench_records=report.found["bench"],
+        skipped_lines=report.skipped_lines,
+    )
     return report, row
 
 

@@ -32,7 +32,11 @@ from specscope.errors import PrometheusError, UsageError
 from specscope.prometheus.answers import Answer, SeriesKey, decode_all
 from specscope.prometheus.intervals import SERIES_NAMES, Intervals, Series, intervals
 from specscope.schema import store_columns
-from specscope.store.reading import Store, StoreWriter, default_store_path
+from specscope.store.layout import default_store_path
+from specscope.store.reading import Store
+from specscope.store.sources import source_id as new_source_id
+from specscope.store.sources import sources_row
+from specscope.store.writing import StoreWriter
 
 if TYPE_CHECKING:
     import requests
@@ -258,10 +262,6 @@ def _short(exc: Exception | str) -> str:
     return text[:300]
 
 
-def _source_id(url: str, selector: str | None) -> str:
-    return "p" + hashlib.sha256(f"{url}|{selector or ''}".encode()).hexdigest()[:10]
-
-
 def _fetch(client: Client, selector: str, window: Window) -> list[tuple[Window, bytes]]:
     """One window's answers, in halves while the server finds a window too big."""
     seconds = max(1, round(window.end - window.start))
@@ -376,7 +376,7 @@ def pull(
         if isinstance(store, Store)
         else Store(store or default_store_path(dict(os.environ if env is None else env)))
     )
-    source_id = _source_id(endpoint.url, selector)
+    source_id = new_source_id("prometheus", f"{endpoint.url}|{selector or ''}")
     with target.writer() as writer:
         known = target.sources.collect().to_dicts()
         previous = next((k for k in known if k["source_id"] == source_id), None)
@@ -546,25 +546,20 @@ def _source_row(
     report: PullReport, previous: dict[str, Any] | None, marks: dict[str, float], ingest_id: str
 ) -> dict[str, Any]:
     prev = previous or {}
-    return {
-        "source_id": report.source_id,
-        "path": report.url + (f" {report.selector}" if report.selector else ""),
-        "kind": report.kind,
-        "size": None,
-        "sha256": None,
-        "mtime": None,
-        "lines": None,
-        "spec_records": (prev.get("spec_records") or 0) + report.added.get("spec_decode", 0),
-        "stats_records": (prev.get("stats_records") or 0) + report.added.get("engine_stats", 0),
-        "runs": report.runs,
-        "events": 0,
-        "bench_records": 0,
-        "skipped_lines": 0,
-        "watermark": report.watermark.replace(tzinfo=None) if report.watermark else None,
-        "watermarks": json.dumps(marks) if marks else prev.get("watermarks"),
-        "ingest_id": ingest_id,
-        "ingested_at": datetime.now(UTC).replace(tzinfo=None),
-    }
+    return sources_row(
+        report.source_id,
+        report.url + (f" {report.selector}" if report.selector else ""),
+        report.kind,
+        ingest_id,
+        spec_records=(prev.get("spec_records") or 0) + report.added.get("spec_decode", 0),
+        stats_records=(prev.get("stats_records") or 0) + report.added.get("engine_stats", 0),
+        runs=report.runs,
+        events=0,
+        bench_records=0,
+        skipped_lines=0,
+        watermark=report.watermark.replace(tzinfo=None) if report.watermark else None,
+        watermarks=json.dumps(marks) if marks else prev.get("watermarks"),
+    )
 
 
 __all__ = [

@@ -3,7 +3,6 @@ polling it at an interval and storing the intervals between polls like a pull do
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -14,7 +13,9 @@ from urllib.parse import urlsplit
 from specscope.errors import PrometheusError, UsageError
 from specscope.prometheus.intervals import SERIES_NAMES, Series, canonical_name, intervals
 from specscope.prometheus.pull import PullReport, store_intervals
-from specscope.store.reading import Store, default_store_path
+from specscope.store.layout import default_store_path
+from specscope.store.reading import Store
+from specscope.store.sources import source_id as new_source_id
 
 _WANTED = set(SERIES_NAMES)
 
@@ -63,7 +64,7 @@ def scrape(
         if isinstance(store, Store)
         else Store(store or default_store_path(dict(os.environ if env is None else env)))
     )
-    source_id = "m" + hashlib.sha256(clean.encode()).hexdigest()[:10]
+    source_id = new_source_id("scrape", clean)
     series: dict[tuple[str, str], dict[float, float]] = {}
     started = clock()
     report = PullReport(clean, None, source_id, _utc(started), _utc(started), kind="scrape")
