@@ -9,8 +9,10 @@ print it, which the bulk reader (``specscope.logs.bulk``) parses over whole bloc
 
 from __future__ import annotations
 
+import difflib
+import json
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -20,6 +22,8 @@ from typing import Any
 import regex
 
 from specscope.errors import DefinitionError
+from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
+from specscope.schema import TABLES
 
 KINDS = ("envelope", "fields", "block", "json", "config", "event")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
@@ -129,21 +133,22 @@ def squash(label: str) -> str:
     return "".join(label.split()).lower()
 
 
-def _flags(raw: Sequence[str]) -> int:
+def _flags(raw: Sequence[str], where: str) -> int:
     value = 0
     for name in raw:
         flag = getattr(regex, name, None)
         if not isinstance(flag, int):
-            raise DefinitionError(f"unknown regex flag {name!r}")
+            hint = _hint(name, regex.RegexFlag.__members__)
+            raise _error(where, f"flags: unknown regex flag {name!r} ({hint})")
         value |= flag
     return value
 
 
-def _compile(source: str, flags: int, where: str) -> regex.Pattern[str]:
+def _compile(source: str, flags: int, where: str, at: str) -> regex.Pattern[str]:
     try:
         return regex.compile(source, flags | regex.V0)
     except regex.error as exc:
-        raise DefinitionError(f"{where}: bad regex {source!r}: {exc}") from exc
+        raise _error(where, f"{at}: bad regex {_show(source)}: {exc}") from exc
 
 
 def _literals(raw: Any) -> tuple[str, ...]:
@@ -158,7 +163,7 @@ def _samples(raw: Sequence[Mapping[str, Any]], where: str) -> tuple[Sample, ...]
     out = []
     for i, s in enumerate(raw):
         if "text" not in s:
-            raise DefinitionError(f"{where}: sample {i + 1} has no text")
+            raise _error(where, f"sample {i + 1} has no text")
         out.append(
             Sample(
                 text=s["text"],
@@ -191,7 +196,7 @@ def _plain(
         or raw.get("fragment")
         or any(f.table or f.also for f in fields.values())
     ):
-        raise DefinitionError(f"{where}: plain shapes are for one-table interval records")
+        raise _error(where, "plain shapes are for one-table interval records")
     types = {f.column: f.type for f in fields.values()}
     out = []
     for i, shape in enumerate(shapes):
@@ -199,9 +204,253 @@ def _plain(
         names = _GROUP_NAME.findall(pattern)
         unknown = [n for n in names if n not in types and n not in ("engine",)]
         if not pattern or unknown:
-            raise DefinitionError(f"{where}: plain shape {i + 1} names unknown columns {unknown}")
+            hint = _hint(unknown[0], [*types, "engine"]) if unknown else "it has no pattern"
+            raise _error(where, f"plain shape {i + 1} names unknown columns {unknown} ({hint})")
         out.append(PlainShape(pattern, dict(shape.get("set", {}))))
     return tuple(out)
+
+
+# --- validation ------------------------------------------------------------------------
+# A misspelled key would otherwise load without a word (the loader only reads the keys it
+# knows) and the format would quietly read less. Hand-written rather than pydantic or
+# jsonschema: the loader runs on every ingest and this costs no import.
+
+
+def _error(where: str, message: str) -> DefinitionError:
+    # One line whatever a value or a library message holds: the CLI prints errors as lines.
+    return DefinitionError(" ".join(message.splitlines()), path=where)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _hint(name: str, known: Sequence[str] | Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
+
+
+def _label(key: str) -> str:
+    """A key a definition chose (a field label, a table name) as TOML writes it in a path."""
+    return json.dumps(key, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _Type:
+    what: str  # as an error says it: "min_fields must be <what>"
+    test: Callable[[Any], bool]
+
+
+def _is_strs(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(x, str) for x in value.values())
+
+
+_STR = _Type("a string", lambda v: isinstance(v, str))
+_INT = _Type("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+_BOOL = _Type("true or false", lambda v: isinstance(v, bool))
+_TABLE = _Type("a table", lambda v: isinstance(v, dict))
+# Arrays of tables: each entry is checked on its own, so that the error names its index.
+_ARRAY = _Type("an array of tables", lambda v: isinstance(v, list))
+_STRS = _Type("a list of strings", _is_strs)
+_STR_OR_STRS = _Type("a string or a list of strings", lambda v: isinstance(v, str) or _is_strs(v))
+_STR_MAP = _Type("a table of strings", _is_str_map)
+_STRS_MAP = _Type(
+    "a table of lists of strings",
+    lambda v: isinstance(v, dict) and all(_is_strs(x) for x in v.values()),
+)
+_DERIVE = _Type("a string or a table of strings", lambda v: isinstance(v, str) or _is_str_map(v))
+_STARTS_RUN = _Type(
+    "true, false or 'after_records'", lambda v: isinstance(v, bool) or v == "after_records"
+)
+
+# Every key each level of a definition may have, and what its value must be.
+_TOP_KEYS: dict[str, _Type] = {
+    "name": _STR,
+    "kind": _STR,
+    "engine": _STR,
+    "title": _STR,
+    "versions": _STR,
+    "table": _STR,
+    "flags": _STRS,
+    "anchor": _STR,
+    "pattern": _STR,
+    "literal": _STR_OR_STRS,
+    "terminal": _STR,
+    "ends_with": _STR,
+    "ends_with_when": _STR,
+    "list_tail": _BOOL,
+    "required": _STRS,
+    "required_for": _STRS_MAP,
+    "min_fields": _INT,
+    "derive": _DERIVE,
+    "counts": _STR,
+    "cumulative": _STRS,
+    "attach_to": _STR,
+    "fragment": _BOOL,
+    "end": _STR,
+    "continues": _STR,
+    "match_keys": _STRS,
+    "has_row": _STR_MAP,
+    "parse": _STR,
+    "starts_run": _STARTS_RUN,
+    "fields": _TABLE,
+    "keys": _STR_MAP,
+    "events": _ARRAY,
+    "plain": _ARRAY,
+    "samples": _ARRAY,
+}
+_FIELD_KEYS = {
+    "column": _STR,
+    "type": _STR,
+    "set": _TABLE,
+    "complete": _STR,
+    "table": _STR,
+    "also": _STR,
+}
+_EVENT_KEYS = {"code": _STR, "anchor": _STR, "literal": _STR_OR_STRS}
+_PLAIN_KEYS = {"pattern": _STR, "set": _TABLE}
+# `records`, `run` and `expect` hold values by column or group name: see _check_samples.
+_SAMPLE_KEYS = {
+    "text": _STR,
+    "source": _STR,
+    "records": _ARRAY,
+    "run": _TABLE,
+    "expect": _TABLE,
+    "runs": _INT,
+    "table": _STR,
+}
+
+
+def _check_keys(
+    raw: Mapping[str, Any],
+    allowed: Mapping[str, _Type],
+    at: str,
+    where: str,
+    needed: Sequence[str] = (),
+) -> None:
+    """Every key of ``raw`` (at path ``at``) known and of its type, and the ``needed`` ones
+    there."""
+    for key, value in raw.items():
+        kind = allowed.get(key)
+        path = f"{at}.{key}" if at else key
+        if kind is None:
+            hint = _hint(key, allowed)
+            if at:
+                raise _error(where, f"{path}: unknown key ({hint})")
+            raise _error(where, f"unknown key {key!r} ({hint})")
+        if not kind.test(value):
+            raise _error(where, f"{path} must be {kind.what}, not {_show(value)}")
+    missing = [k for k in needed if k not in raw]
+    if missing:
+        raise _error(where, f"{at}: missing key {missing[0]!r} (needs {', '.join(needed)})")
+
+
+def _entries(raw: Mapping[str, Any], key: str, at: str, where: str) -> list[tuple[str, Any]]:
+    """The tables of the array ``key`` with their paths (1-based, as a reader counts the
+    ``[[key]]`` blocks)."""
+    out = []
+    for i, entry in enumerate(raw.get(key, ())):
+        path = f"{at}.{key}[{i + 1}]" if at else f"{key}[{i + 1}]"
+        if not isinstance(entry, dict):
+            raise _error(where, f"{path} must be a table, not {_show(entry)}")
+        out.append((path, entry))
+    return out
+
+
+def _check_shape(raw: Mapping[str, Any], where: str) -> None:
+    """Keys and value types, at every level."""
+    _check_keys(raw, _TOP_KEYS, "", where)
+    for label, spec in raw.get("fields", {}).items():
+        at = f"fields.{_label(label)}"
+        if not isinstance(spec, dict):
+            raise _error(where, f"{at} must be a table, not {_show(spec)}")
+        _check_keys(spec, _FIELD_KEYS, at, where, needed=("column", "type"))
+    for at, event in _entries(raw, "events", "", where):
+        _check_keys(event, _EVENT_KEYS, at, where, needed=("code", "anchor"))
+    for at, shape in _entries(raw, "plain", "", where):
+        _check_keys(shape, _PLAIN_KEYS, at, where, needed=("pattern",))
+    for at, sample in _entries(raw, "samples", "", where):
+        _check_keys(sample, _SAMPLE_KEYS, at, where)
+        _entries(sample, "records", at, where)
+
+
+def _check_table(
+    name: str, known: Sequence[str], at: str, where: str, what: str = "a table"
+) -> None:
+    if name not in known:
+        raise _error(where, f"{at}: {name!r} is not {what} ({_hint(name, known)})")
+
+
+def _check_names(raw: Mapping[str, Any], kind: str, name: str, where: str) -> None:
+    """What names something elsewhere: derivations, tables, and the columns samples expect.
+
+    A field's ``column`` is not held to its table's columns: a derivation may read a value
+    that is never stored (vllm_v0_spec_decode's ``printed_cumulative_rate``).
+    """
+    if "table" in raw:
+        _check_table(raw["table"], list(TABLES), "table", where)
+    if "attach_to" in raw:
+        _check_table(raw["attach_to"], list(TABLES), "attach_to", where)
+    own = raw.get("table") or name
+    tables = [own]
+    for label, spec in raw.get("fields", {}).items():
+        if "table" in spec:
+            _check_table(spec["table"], list(TABLES), f"fields.{_label(label)}.table", where)
+            tables += [spec["table"]] if spec["table"] not in tables else []
+    mine = "one of this definition's tables"
+    for table in raw.get("required_for", {}):
+        _check_table(table, tables, f"required_for.{_label(table)}", where, mine)
+    for column, table in raw.get("has_row", {}).items():
+        _check_table(table, tables, f"has_row.{_label(column)}", where, mine)
+    _check_derive(raw, kind, tables, where, mine)
+    for at, sample in _entries(raw, "samples", "", where):
+        table = sample.get("table", own)
+        if "table" in sample:
+            _check_table(table, tables, f"{at}.table", where, mine)
+        if table not in TABLES:
+            continue  # rows of no table: the sample fails in tests/test_definitions.py
+        columns = TABLES[table].names
+        for path, record in _entries(sample, "records", at, where):
+            for column in record:
+                if column not in columns:
+                    hint = _hint(column, columns)
+                    raise _error(where, f"{path}.{column}: not a column of {table} ({hint})")
+
+
+def _check_derive(
+    raw: Mapping[str, Any], kind: str, tables: Sequence[str], where: str, mine: str
+) -> None:
+    derive = raw.get("derive")
+    if derive is None:
+        return
+    # Config derivations complete a run's configuration, record derivations a table's row:
+    # the parser calls each from its own place.
+    known, other = (
+        (CONFIG_DERIVATIONS, RECORD_DERIVATIONS)
+        if kind == "config"
+        else (RECORD_DERIVATIONS, CONFIG_DERIVATIONS)
+    )
+    if isinstance(derive, str):
+        named = [("derive", derive)]
+    else:
+        named = [(f"derive.{_label(table)}", d) for table, d in derive.items()]
+        if kind != "config":  # a config's derivations complete no table
+            for table in derive:
+                _check_table(table, tables, f"derive.{_label(table)}", where, mine)
+    for at, derivation in named:
+        if derivation in known:
+            continue
+        if derivation in other:
+            hint = f"that one is for {'records' if kind == 'config' else 'config'} definitions;"
+            hint += f" known: {', '.join(known)}"
+        else:
+            hint = _hint(derivation, list(known))
+        raise _error(where, f"{at} {derivation!r} is not a derivation ({hint})")
 
 
 def load_definition(path: Path) -> Definition:
@@ -209,51 +458,59 @@ def load_definition(path: Path) -> Definition:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DefinitionError(f"{where}: {exc}") from exc
+        raise _error(where, str(exc)) from exc
+    _check_shape(raw, where)
     kind = raw.get("kind")
     if kind not in KINDS:
-        raise DefinitionError(f"{where}: kind must be one of {KINDS}, not {kind!r}")
-    flags = _flags(raw.get("flags", ()))
+        raise _error(where, f"kind must be one of {KINDS}, not {kind!r}")
     name = raw.get("name") or path.stem
+    _check_names(raw, kind, name, where)
+    flags = _flags(raw.get("flags", ()), where)
     fields: dict[str, FieldSpec] = {}
     for label, spec in raw.get("fields", {}).items():
-        if spec.get("type") not in FIELD_TYPES:
-            raise DefinitionError(f"{where}: field {label!r} has type {spec.get('type')!r}")
+        if spec["type"] not in FIELD_TYPES:
+            hint = _hint(spec["type"], FIELD_TYPES)
+            raise _error(where, f"field {label!r} has type {spec['type']!r} ({hint})")
         complete = spec.get("complete")
-        indexed = label.endswith(" *")
+        at = f"fields.{_label(label)}.complete"
         fields[squash(label)] = FieldSpec(
             label,
             spec["column"],
             spec["type"],
             spec.get("set", {}),
-            _compile(complete, flags, f"{where} field {label}") if complete else None,
+            _compile(complete, flags, where, at) if complete else None,
             spec.get("table"),
-            indexed,
+            label.endswith(" *"),
             spec.get("also"),
         )
     events = tuple(
         EventSpec(
             e["code"],
-            _compile(e["anchor"], flags, f"{where} event {e['code']}"),
+            _compile(e["anchor"], flags, where, f"{at}.anchor"),
             _literals(e.get("literal")),
         )
-        for e in raw.get("events", ())
+        for at, e in _entries(raw, "events", "", where)
     )
-    if raw.get("counts", "interval") not in COUNTS:
-        raise DefinitionError(f"{where}: counts must be one of {COUNTS}")
+    counts = raw.get("counts", "interval")
+    if counts not in COUNTS:
+        raise _error(where, f"counts must be one of {COUNTS}, not {counts!r}")
     derive = raw.get("derive")
     if isinstance(derive, str):
         derive = {raw.get("table") or name: derive}
     if raw.get("parse") not in PARSE_MODES:
-        raise DefinitionError(f"{where}: parse must be one of {PARSE_MODES}")
+        raise _error(where, f"parse must be one of {PARSE_MODES}, not {raw.get('parse')!r}")
     anchor = raw.get("anchor")
     pattern = raw.get("pattern")
     if kind in ("fields", "block", "config") and not anchor:
-        raise DefinitionError(f"{where}: a {kind} definition needs an anchor")
+        raise _error(where, f"a {kind} definition needs an anchor")
     if kind == "json" and not raw.get("match_keys"):
-        raise DefinitionError(f"{where}: a json definition needs match_keys")
+        raise _error(where, "a json definition needs match_keys")
     if kind == "envelope" and not pattern:
-        raise DefinitionError(f"{where}: an envelope definition needs a pattern")
+        raise _error(where, "an envelope definition needs a pattern")
+
+    def compiled(key: str) -> regex.Pattern[str] | None:
+        return _compile(raw[key], flags, where, key) if raw.get(key) else None
+
     return Definition(
         name=name,
         kind=kind,
@@ -262,25 +519,23 @@ def load_definition(path: Path) -> Definition:
         versions=raw.get("versions", ""),
         path=path,
         table=raw.get("table"),
-        anchor=_compile(anchor, flags, where) if anchor else None,
-        pattern=_compile(pattern, flags, where) if pattern else None,
+        anchor=compiled("anchor"),
+        pattern=compiled("pattern"),
         literals=_literals(raw.get("literal")),
-        terminal=_compile(raw["terminal"], flags, where) if raw.get("terminal") else None,
-        ends_with=_compile(raw["ends_with"], flags, where) if raw.get("ends_with") else None,
-        ends_with_when=(
-            _compile(raw["ends_with_when"], flags, where) if raw.get("ends_with_when") else None
-        ),
-        list_tail=bool(raw.get("list_tail", False)),
+        terminal=compiled("terminal"),
+        ends_with=compiled("ends_with"),
+        ends_with_when=compiled("ends_with_when"),
+        list_tail=raw.get("list_tail", False),
         required=tuple(raw.get("required", ())),
         required_for={t: tuple(c) for t, c in raw.get("required_for", {}).items()},
-        min_fields=int(raw.get("min_fields", 0)),
+        min_fields=raw.get("min_fields", 0),
         derive=dict(derive or {}),
-        counts=raw.get("counts", "interval"),
+        counts=counts,
         cumulative=tuple(raw.get("cumulative", ())),
         attach_to=raw.get("attach_to"),
-        fragment=bool(raw.get("fragment", False)),
-        end=_compile(raw["end"], flags, where) if raw.get("end") else None,
-        continues=_compile(raw["continues"], flags, where) if raw.get("continues") else None,
+        fragment=raw.get("fragment", False),
+        end=compiled("end"),
+        continues=compiled("continues"),
         match_keys=tuple(raw.get("match_keys", ())),
         has_row=dict(raw.get("has_row", {})),
         parse=raw.get("parse"),
