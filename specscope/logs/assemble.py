@@ -23,6 +23,7 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.acceptance import Folded, add_k_counts, from_sums, k_counts, most_common_k
+from specscope.logs.derive import drafts_from_tokens_column
 from specscope.logs.parser import LineParser
 from specscope.logs.results import BulkRow, ParseResult, Row, Run
 from specscope.schema import CONFIG_COLUMNS, RUNS, TABLES, polars_schema
@@ -492,7 +493,7 @@ def _k_from_config(run_k: Mapping[int, Any]) -> list[pl.Expr]:
         list(run_k), list(run_k.values()), default=None, return_dtype=pl.Int32
     )
     fill = pl.col("k").is_null() & pl.col("_dt") & config_k.is_not_null()
-    drafts = (pl.col("draft_tokens") / pl.col("k")).round(0).cast(pl.Int64)
+    drafts = drafts_from_tokens_column()
     per_pos = (pl.col("per_position_rate") * pl.col("drafts")).list.eval(
         pl.element().round(0).cast(pl.Int64)
     )

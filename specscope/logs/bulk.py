@@ -26,6 +26,7 @@ import pyarrow as pa
 from specscope.logs.assemble import Stage, detach
 from specscope.logs.clean import ANSI
 from specscope.logs.definitions import Definition, PlainShape
+from specscope.logs.derive import drafts_from_tokens_column
 from specscope.logs.grammar import Envelope, Grammar
 from specscope.logs.parser import LineParser, parse_lines
 from specscope.logs.results import BulkRow, ParseResult
@@ -606,9 +607,7 @@ def _spec_counts(rows: pl.DataFrame) -> pl.DataFrame:
     if "per_position_rate" not in rows.columns:
         return rows
     rows = rows.with_columns(pl.col("per_position_rate").list.len().cast(pl.Int32).alias("k"))
-    rows = rows.with_columns(
-        (pl.col("draft_tokens") / pl.col("k")).round(0).cast(pl.Int64).alias("drafts")
-    )
+    rows = rows.with_columns(drafts_from_tokens_column().alias("drafts"))
     rates = rows["per_position_rate"]
     lengths = rates.list.len().fill_null(0).to_numpy()
     values = rates.explode().to_numpy()

@@ -11,13 +11,30 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import polars as pl
+
 from specscope.logs.pyrepr import literal, parse_key_values, parse_python_dict
 from specscope.vocabulary import DRAFTER_KINDS, normalise_method, quantization_from_model_name
 
 Row = dict[str, Any]
+_DRAFT_TOKENS = pl.col("draft_tokens")
+_K = pl.col("k")
 
 
 # --- records ---------------------------------------------------------------------------
+# A rule that both readers apply has its row form (the line parser) and its frame form
+# (the bulk reader, assemble) side by side here, so that the two cannot drift apart.
+
+
+def drafts_from_tokens(draft_tokens: int, k: int) -> int:
+    """Every draft proposes k tokens: drafts = draft tokens / k, rounded half to even (the
+    counts are printed whole; a dynamic k makes the quotient fractional)."""
+    return round(draft_tokens / k)
+
+
+def drafts_from_tokens_column(draft_tokens: pl.Expr = _DRAFT_TOKENS, k: pl.Expr = _K) -> pl.Expr:
+    """``drafts_from_tokens`` over columns (polars rounds half to even, as Python does)."""
+    return (draft_tokens / k).round(0).cast(pl.Int64)
 
 
 def vllm_v1_spec_decode(row: Row) -> Row:
@@ -34,7 +51,7 @@ def vllm_v1_spec_decode(row: Row) -> Row:
 def fill_drafts(row: Row) -> None:
     k, draft_tokens = row.get("k"), row.get("draft_tokens")
     if k and draft_tokens is not None and row.get("drafts") is None:
-        row["drafts"] = round(draft_tokens / k)
+        row["drafts"] = drafts_from_tokens(draft_tokens, k)
     rates, drafts = row.get("per_position_rate"), row.get("drafts")
     if rates and drafts is not None and row.get("accepted_per_pos") is None:
         row["accepted_per_pos"] = [
