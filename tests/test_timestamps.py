@@ -5,7 +5,8 @@ from datetime import datetime
 import pytest
 
 import specscope
-from specscope.timestamps import resolve
+
+from .timestamps_oracle import resolve
 
 MTIME = datetime(2027, 1, 2, 12, 0, 0)
 
@@ -65,3 +66,32 @@ def test_ingest_year_option(tmp_path, year):
     ).raise_for_errors()
     ts = specscope.open_store(tmp_path / "s").spec_decode.collect()["ts"]
     assert {d.year for d in ts.to_list()} == {year}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ingest_gives_the_years_the_oracle_gives(tmp_path, seed):
+    """A log whose months wander (forward, back a little as pastes do, back past half a
+    year at a new year) gets from ingest the years the plain oracle gives it."""
+    import random
+
+    rng = random.Random(seed)
+    month, stamps, lines = rng.randint(1, 12), [], []
+    for i in range(rng.randint(2, 30)):
+        month = (month - 1 + rng.choice([0, 0, 0, 1, -1, 6, 7, 9, -7])) % 12 + 1
+        day, clock = rng.randint(1, 28), f"{rng.randint(0, 23):02d}:00:{i % 60:02d}"
+        stamps.append((None, month, day, clock))
+        lines.append(
+            f"(APIServer pid=1) INFO {month:02d}-{day:02d} {clock} [metrics.py:101] "
+            "SpecDecoding metrics: Mean acceptance length: 2.00, Accepted throughput: 1.00 "
+            "tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: 10 tokens, Drafted: 20 "
+            "tokens, Per-position acceptance rate: 0.500, 0.500, Avg Draft acceptance rate: "
+            "50.0%"
+        )
+    log = tmp_path / "wander.log"
+    log.write_text("\n".join(lines) + "\n")
+    year = rng.choice([2019, 2024, 2026])
+    specscope.ingest(log, store=tmp_path / "s", year=year).raise_for_errors()
+    got = specscope.open_store(tmp_path / "s").spec_decode.collect()["ts"].to_list()
+    want, first, _ = resolve(stamps, year=year, mtime=MTIME)
+    assert first == year
+    assert got == want

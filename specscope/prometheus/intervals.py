@@ -120,7 +120,6 @@ class Intervals:
     engine_stats: pl.DataFrame = field(default_factory=lambda: _EMPTY)
     runs: dict[tuple[str | None, str | None], Row] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    last_sample: float | None = None  # the newest sample seen (for the watermark)
 
 
 @dataclass
@@ -233,8 +232,6 @@ def intervals(series: Iterable[Series], *, after: float | None = None) -> Interv
     ``after`` (what an earlier pull stored) are left out."""
     out = Intervals()
     got = _samples(series)
-    if not got.points.is_empty():
-        out.last_sample = float(got.points["t"].max())  # type: ignore[arg-type]
     names = set(got.series["name"].to_list())
     if V0_ONLY in names and "vllm:spec_decode_num_drafts_total" not in names:
         out.notes.append(

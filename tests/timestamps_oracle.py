@@ -1,4 +1,7 @@
-"""Giving vLLM's year-less timestamps (``MM-DD HH:MM:SS``) a year.
+"""The year rule, written plainly as a test oracle: the store gets it from
+``specscope.logs.assemble`` (over columns, block by block), and must agree with this.
+
+Giving vLLM's year-less timestamps (``MM-DD HH:MM:SS``) a year.
 
 The year comes from the log itself where a container or SGLang timestamp carries one;
 otherwise from ``--year`` (the year of the first timestamp) or from the file's mtime (the
