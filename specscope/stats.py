@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 
-def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
+def wilson(successes: float, n: float, z: float) -> tuple[float, float]:
     """The Wilson score interval of a proportion (drafts as trials: tokens within a draft
     are not independent, so drafts, not tokens, are the sample size)."""
     if n <= 0:
@@ -21,12 +21,12 @@ def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def newcombe(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, float]:
+def newcombe(a: Mapping[str, float], b: Mapping[str, float], z: float) -> tuple[float, float]:
     """Newcombe's interval for rate_b - rate_a from two Wilson intervals (drafts as trials)."""
     ka, kb = a["draft_tokens"] / a["drafts"], b["draft_tokens"] / b["drafts"]
     pa, pb = a["accepted_tokens"] / a["draft_tokens"], b["accepted_tokens"] / b["draft_tokens"]
-    la, ua = wilson(a["accepted_tokens"] / ka, a["drafts"])
-    lb, ub = wilson(b["accepted_tokens"] / kb, b["drafts"])
+    la, ua = wilson(a["accepted_tokens"] / ka, a["drafts"], z)
+    lb, ub = wilson(b["accepted_tokens"] / kb, b["drafts"], z)
     d = pb - pa
     return (
         d - math.sqrt((pb - lb) ** 2 + (ua - pa) ** 2),
@@ -34,9 +34,7 @@ def newcombe(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, flo
     )
 
 
-def wilson_arrays(
-    successes: np.ndarray, n: np.ndarray, z: float = 1.96
-) -> tuple[np.ndarray, np.ndarray]:
+def wilson_arrays(successes: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
     """``wilson`` over arrays, the same arithmetic in the same order (``n`` > 0)."""
     p = np.minimum(1.0, np.maximum(0.0, successes / n))
     denominator = 1 + z * z / n

@@ -249,9 +249,9 @@ def test_config_overrides_thresholds(cli, tmp_path):
 
 
 def test_wilson_and_k_curve():
-    low, high = wilson(50, 100)
+    low, high = wilson(50, 100, 1.96)
     assert low < 0.5 < high and high - low < 0.2
-    assert wilson(0, 0) == (0.0, 1.0)
+    assert wilson(0, 0, 1.96) == (0.0, 1.0)
     curve = k_curve([0.8, 0.6, 0.1], 0.1, block=False)
     assert [round(p["tau"], 2) for p in curve] == [1.8, 2.4, 2.5]
     assert curve[1]["speedup"] == pytest.approx(2.4 / 1.2)

@@ -36,7 +36,8 @@ def compare(store: Store, run_a: str, run_b: str) -> Comparison:
         for c in CONFIG_COLUMNS
         if ev.runs[run_a].get(c) != ev.runs[run_b].get(c)
     ]
-    low, high = newcombe(a, b)
+    z = ev.config["evidence"]["z"]
+    low, high = newcombe(a, b, z)
     measures = [
         {
             "name": "drafts",
@@ -65,8 +66,8 @@ def compare(store: Store, run_a: str, run_b: str) -> Comparison:
         if pa[i] is None or pb[i] is None:
             continue
         ra, rb = pa[i] / a["drafts"], pb[i] / b["drafts"]
-        la, ua = wilson(pa[i], a["drafts"])
-        lb, ub = wilson(pb[i], b["drafts"])
+        la, ua = wilson(pa[i], a["drafts"], z)
+        lb, ub = wilson(pb[i], b["drafts"], z)
         d = rb - ra
         measures.append(
             {

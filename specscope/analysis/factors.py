@@ -25,7 +25,9 @@ FACTORS = (
 )
 
 
-def what_moves(spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def what_moves(
+    spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]], *, z: float
+) -> list[dict[str, Any]]:
     """Per factor: weighted acceptance per value, and the effect where two runs differ in
     that factor alone (matched pairs); where no such pair exists, what it is confounded with."""
     per_run: dict[str, dict[str, float]] = {}
@@ -51,7 +53,7 @@ def what_moves(spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> lis
             acc = sum(per_run[i]["accepted_tokens"] for i in ids)
             tokens = sum(per_run[i]["draft_tokens"] for i in ids)
             drafts = sum(per_run[i]["drafts"] for i in ids)
-            low, high = wilson(acc / (tokens / drafts), drafts)
+            low, high = wilson(acc / (tokens / drafts), drafts, z)
             groups.append(
                 {
                     "value": json_safe(value),
@@ -75,7 +77,7 @@ def what_moves(spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> lis
             for a, b in itertools.combinations(ids, 2):
                 va, vb = runs[a].get(factor), runs[b].get(factor)
                 if va != vb:
-                    pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb))
+                    pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb, z))
         pairs.sort(key=lambda p: (p["run_a"], p["run_b"]))
         confounded = (
             sorted(
@@ -101,11 +103,17 @@ def what_moves(spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> lis
 
 
 def _pair(
-    a: Mapping[str, float], b: Mapping[str, float], id_a: str, id_b: str, va: Any, vb: Any
+    a: Mapping[str, float],
+    b: Mapping[str, float],
+    id_a: str,
+    id_b: str,
+    va: Any,
+    vb: Any,
+    z: float,
 ) -> dict[str, Any]:
     pa = a["accepted_tokens"] / a["draft_tokens"]
     pb = b["accepted_tokens"] / b["draft_tokens"]
-    low, high = newcombe(a, b)
+    low, high = newcombe(a, b, z)
     return {
         "run_a": id_a,
         "value_a": json_safe(va),

@@ -143,11 +143,13 @@ def build_report(
         findings=findings,
         per_position=per_position,
         advice=advice,
-        moves=what_moves(ev.spec.select(_COUNTS), ev.runs),
+        moves=what_moves(ev.spec.select(_COUNTS), ev.runs, z=ev.config["evidence"]["z"]),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     if with_charts:
-        report.charts = _charts(ev.spec.select(charts.READS), per_position, runs, red)
+        report.charts = _charts(
+            ev.spec.select(charts.READS), per_position, runs, red, z=ev.config["evidence"]["z"]
+        )
     report.redaction = red.summary()
     return report
 
@@ -229,13 +231,15 @@ def _charts(
     per_position: list[dict[str, Any]],
     runs: list[dict[str, Any]],
     red: Redactor,
+    *,
+    z: float,
 ) -> list[tuple[str, str, dict[str, Any]]]:
     built = [
-        ("per_position", charts.per_position(per_position, red)),
+        ("per_position", charts.per_position(per_position, red, z=z)),
         ("over_time", charts.over_time(spec, red)),
-        ("running", charts.against_running(spec)),
+        ("running", charts.against_running(spec, z=z)),
         ("prefix_cache", charts.against_prefix_cache(spec, red)),
-        ("across_runs", charts.across_runs(runs, red)),
+        ("across_runs", charts.across_runs(runs, red, z=z)),
     ]
     out = []
     for name, chart in built:

@@ -22,7 +22,9 @@ def _frame(rows: list[dict[str, object]]) -> alt.Data:
     return alt.Data(values=rows)
 
 
-def per_position(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerChart | None:
+def per_position(
+    per_run: list[dict[str, object]], redact: Redact, *, z: float
+) -> alt.LayerChart | None:
     """Per-position acceptance a_i per run, with Wilson bands (drafts as trials)."""
     rows = []
     for run in per_run:
@@ -31,7 +33,7 @@ def per_position(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerC
         for i, count in enumerate(counts):  # type: ignore[arg-type]
             if count is None or not drafts:
                 continue
-            low, high = wilson(count, drafts)  # type: ignore[arg-type]
+            low, high = wilson(count, drafts, z)  # type: ignore[arg-type]
             rows.append(
                 {
                     "run": redact(str(run["label"])),
@@ -110,7 +112,7 @@ def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
     )
 
 
-def _weighted(spec: pl.DataFrame, by: str) -> list[dict[str, object]]:
+def _weighted(spec: pl.DataFrame, by: str, z: float) -> list[dict[str, object]]:
     grouped = (
         spec.filter(pl.col(by).is_not_null() & pl.col("drafts").is_not_null())
         .group_by(by)
@@ -122,7 +124,7 @@ def _weighted(spec: pl.DataFrame, by: str) -> list[dict[str, object]]:
         if not r["draft_tokens"] or not r["drafts"]:
             continue
         k = r["draft_tokens"] / r["drafts"]
-        low, high = wilson(r["accepted_tokens"] / k, r["drafts"])
+        low, high = wilson(r["accepted_tokens"] / k, r["drafts"], z)
         out.append(
             {
                 by: r[by],
@@ -135,8 +137,8 @@ def _weighted(spec: pl.DataFrame, by: str) -> list[dict[str, object]]:
     return out
 
 
-def against_running(spec: pl.DataFrame) -> alt.LayerChart | None:
-    rows = _weighted(spec, "running_reqs")
+def against_running(spec: pl.DataFrame, *, z: float) -> alt.LayerChart | None:
+    rows = _weighted(spec, "running_reqs", z)
     if len(rows) < 2:
         return None
     base = alt.Chart(_frame(rows)).encode(x=alt.X("running_reqs:O", title="requests running"))
@@ -214,7 +216,9 @@ def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None
     )
 
 
-def across_runs(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerChart | None:
+def across_runs(
+    per_run: list[dict[str, object]], redact: Redact, *, z: float
+) -> alt.LayerChart | None:
     rows = []
     for run in per_run:
         drafts, tokens, accepted = (
@@ -225,7 +229,7 @@ def across_runs(per_run: list[dict[str, object]], redact: Redact) -> alt.LayerCh
         if not drafts or not tokens:
             continue
         k = tokens / drafts  # type: ignore[operator]
-        low, high = wilson(accepted / k, drafts)  # type: ignore[operator,arg-type]
+        low, high = wilson(accepted / k, drafts, z)  # type: ignore[operator,arg-type]
         rows.append(
             {
                 "run": redact(str(run["label"])),
