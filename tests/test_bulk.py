@@ -13,11 +13,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from specscope.logs.assemble import Stage, finish
+from specscope.logs.assemble import finish
 from specscope.logs.bulk import parse_source
 from specscope.logs.definitions import load_definitions
 from specscope.logs.grammar import Grammar
 from specscope.logs.source import open_source
+from specscope.logs.staging import Stage
 from tests.helpers import FIXTURES, ROOT
 
 sys.path.insert(0, str(FIXTURES))

@@ -11,12 +11,12 @@ import polars as pl
 import pytest
 
 import specscope
+from specscope.durations import parse_duration
 from specscope.errors import ExitStatus
 from specscope.prometheus.intervals import Series, deltas, intervals
 from specscope.prometheus.pull import (
     Endpoint,
     PrometheusError,
-    parse_duration,
     pull,
     series_selector,
 )

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from specscope.cli.watch import FollowedLog
+from specscope.logs.follow import FollowedLog
 
 from .loglines import spec, stats
 

@@ -26,11 +26,12 @@ from specscope.analysis.findings import Severity
 from specscope.analysis.runs import runs_overview
 from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
 from specscope.cli.watch import watch as run_watch
+from specscope.durations import parse_duration
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
 from specscope.logs.definitions import load_definitions
 from specscope.logs.ingest import ingest as run_ingest
 from specscope.logs.ingest import parse_overrides
-from specscope.prometheus.pull import PullReport, parse_duration
+from specscope.prometheus.pull import PullReport
 from specscope.prometheus.pull import pull as run_pull
 from specscope.prometheus.rules import rules_yaml
 from specscope.prometheus.scrape import scrape as run_scrape

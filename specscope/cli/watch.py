@@ -8,11 +8,10 @@ as they first appear. Ctrl-C ends it with a one-line summary; ``--store`` keeps 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,11 +28,14 @@ from specscope.analysis.detectors import findings_of
 from specscope.analysis.evidence import evidence_from
 from specscope.analysis.findings import Finding
 from specscope.cli.render import finding_text
-from specscope.errors import InputMissingError, PrometheusError
+from specscope.errors import InputMissingError
+from specscope.logs.follow import FollowedLog
 from specscope.logs.ingest import frames
 from specscope.logs.parser import LineParser
+from specscope.prometheus.http import get_metrics, instance_of, new_session
 from specscope.prometheus.intervals import Series, intervals
 from specscope.prometheus.scrape import read_metrics
+from specscope.store.sources import source_id as new_source_id
 from specscope.thresholds import load_config
 
 if TYPE_CHECKING:
@@ -51,39 +53,6 @@ class Snapshot:
     findings: list[Finding] = field(default_factory=list)
 
 
-class FollowedLog:
-    """The lines of a file as it grows; a file that shrinks or is replaced (rotation) is
-    read again from its start."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.inode: int | None = None
-        self.partial = ""
-        self.number = 0
-
-    def read(self) -> Iterator[tuple[int, str]]:
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return
-        if self.inode is not None and (st.st_ino != self.inode or st.st_size < self.offset):
-            self.offset, self.partial = 0, ""  # rotated: a new file under the old name
-        self.inode = st.st_ino
-        if st.st_size <= self.offset:
-            return
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            data = f.read()
-        self.offset += len(data)
-        text = self.partial + data.decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        self.partial = lines.pop()  # the last line may still be being written
-        for line in lines:
-            self.number += 1
-            yield self.number, line
-
-
 class Watcher:
     def __init__(
         self, source: str, *, interval: float = 10.0, clock: Callable[[], float] = time.time
@@ -92,7 +61,7 @@ class Watcher:
         self.interval = interval
         self.clock = clock
         self.is_url = source.startswith(("http://", "https://"))
-        self.source_id = "w" + hashlib.sha256(source.encode()).hexdigest()[:10]
+        self.source_id = new_source_id("watch", source)
         self.parser = LineParser()
         self.log = None if self.is_url else FollowedLog(Path(source))
         self.series: dict[tuple[str, str], dict[float, float]] = {}
@@ -139,21 +108,13 @@ class Watcher:
         return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev))
 
     def _poll(self) -> None:
-        import requests  # when a URL is polled (see prometheus.Client)
-
         if self.session is None:
-            self.session = requests.Session()
+            self.session = new_session()
         at = self.clock()
-        try:
-            answer = self.session.get(
-                self.source, timeout=max(1.0, self.interval), headers={"Accept": "text/plain"}
-            )
-        except requests.exceptions.RequestException as exc:
-            raise PrometheusError(f"cannot reach {self.source} ({type(exc).__name__})") from exc
-        if answer.status_code != 200:
-            raise PrometheusError(f"{self.source} answered HTTP {answer.status_code}")
-        instance = self.source.split("://", 1)[1].split("/", 1)[0]
-        for name, labels, value in read_metrics(answer.text, instance):
+        text = get_metrics(
+            self.session, self.source, timeout=max(1.0, self.interval), shown=self.source
+        )
+        for name, labels, value in read_metrics(text, instance_of(self.source)):
             self.series.setdefault((name, json.dumps(labels, sort_keys=True)), {})[at] = value
         self.polls += 1
 

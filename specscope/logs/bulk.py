@@ -23,7 +23,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from specscope.logs.assemble import Stage, detach
 from specscope.logs.clean import ANSI
 from specscope.logs.definitions import Definition, PlainShape
 from specscope.logs.derive import drafts_from_tokens_column
@@ -31,6 +30,7 @@ from specscope.logs.grammar import Envelope, Grammar
 from specscope.logs.parser import LineParser, parse_lines
 from specscope.logs.results import BulkRow, ParseResult
 from specscope.logs.source import Source
+from specscope.logs.staging import Stage, detach
 
 BLOCK_BYTES = 3 << 20  # polars pays per call above, memory grows with it below
 

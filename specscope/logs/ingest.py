@@ -16,12 +16,13 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
-from specscope.logs.assemble import RECORD_TABLES, Finished, Stage, finish
+from specscope.logs.assemble import Finished, finish
 from specscope.logs.bulk import parse_source
 from specscope.logs.definitions import load_definitions
 from specscope.logs.grammar import Grammar
 from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
+from specscope.logs.staging import RECORD_TABLES, Stage
 from specscope.schema import CONFIG_COLUMNS, RUNS, store_columns
 from specscope.store.layout import default_store_path
 from specscope.store.reading import Store

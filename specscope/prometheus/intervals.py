@@ -19,58 +19,21 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from specscope.prometheus.names import (
+    CONFIG_INFO,
+    GAUGES,
+    PER_POSITION,
+    PREFIX_CACHE,
+    RATE_COUNTERS,
+    SERIES_NAMES,
+    SGLANG_ACCEPT,
+    SPEC_COUNTERS,
+    V0_ONLY,
+    canonical_name,
+)
+
 Row = dict[str, Any]
 Point = tuple[float, float]  # (unix seconds, value)
-
-SPEC_COUNTERS = {
-    "vllm:spec_decode_num_drafts_total": "drafts",
-    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
-}
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-# V0 increments these by its cumulative totals every few seconds: they over-count.
-V0_ONLY = "vllm:spec_decode_num_emitted_tokens_total"
-GAUGES = {
-    "vllm:num_requests_running": "running_reqs",
-    "vllm:num_requests_waiting": "waiting_reqs",
-    "vllm:kv_cache_usage_perc": "kv_cache_usage",
-    "vllm:gpu_cache_usage_perc": "kv_cache_usage",
-    "sglang:num_running_reqs": "running_reqs",
-    "sglang:num_queue_reqs": "waiting_reqs",
-    "sglang:token_usage": "kv_cache_usage",
-}
-RATE_COUNTERS = {
-    "vllm:prompt_tokens_total": "prompt_throughput",
-    "vllm:generation_tokens_total": "generation_throughput",
-}
-PREFIX_CACHE = {  # (queries, hits); the 0.8 names counted blocks, later ones tokens
-    "vllm:prefix_cache_queries_total": ("new", "queries"),
-    "vllm:prefix_cache_hits_total": ("new", "hits"),
-    "vllm:gpu_prefix_cache_queries_total": ("old", "queries"),
-    "vllm:gpu_prefix_cache_hits_total": ("old", "hits"),
-}
-SGLANG_ACCEPT = {
-    "sglang:spec_accept_length": "mean_acceptance_length",
-    "sglang:spec_accept_rate": "reported_rate",
-}
-CONFIG_INFO = "vllm:cache_config_info"
-LATENCY = (
-    "vllm:time_to_first_token_seconds",
-    "vllm:inter_token_latency_seconds",
-    "vllm:time_per_output_token_seconds",
-)
-
-SERIES_NAMES = (
-    *SPEC_COUNTERS,
-    PER_POSITION,
-    V0_ONLY,
-    *GAUGES,
-    *RATE_COUNTERS,
-    *PREFIX_CACHE,
-    *SGLANG_ACCEPT,
-    CONFIG_INFO,
-    *(f"{name}_{part}" for name in LATENCY for part in ("sum", "count")),
-)
 
 
 MAX_POSITION = 4096  # the largest per-position index read (as in log lines)
@@ -81,16 +44,6 @@ class Series:
     name: str
     labels: Mapping[str, str]
     points: Sequence[Point] | np.ndarray  # (t, value) pairs, or an (n, 2) array of them
-
-
-def canonical_name(name: str) -> str:
-    """``vllm_spec_decode_...`` -> ``vllm:spec_decode_...``: prometheus_client 0.22+ escapes
-    the colon to an underscore when a scraper negotiates OpenMetrics 1.0, so a Prometheus
-    may hold either spelling."""
-    for prefix in ("vllm", "sglang"):
-        if name.startswith(prefix + "_"):
-            return prefix + ":" + name[len(prefix) + 1 :]
-    return name
 
 
 Target = tuple[str | None, str | None, str | None]  # instance, model_name, engine

@@ -28,9 +28,11 @@ import numpy as np
 import polars as pl
 import regex
 
+from specscope.durations import parse_duration, parse_time
 from specscope.errors import PrometheusError, UsageError
 from specscope.prometheus.answers import Answer, SeriesKey, decode_all
-from specscope.prometheus.intervals import SERIES_NAMES, Intervals, Series, intervals
+from specscope.prometheus.intervals import Intervals, Series, intervals
+from specscope.prometheus.names import SERIES_NAMES
 from specscope.schema import store_columns
 from specscope.store.layout import default_store_path
 from specscope.store.reading import Store
@@ -51,29 +53,6 @@ LOOKBACK_S = 600
 _BATCH_BYTES = 2 << 20  # answers decoded together
 IN_FLIGHT = 2  # requests at a time: the server answers one while it works out the next
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
-_DURATION = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|m|h|d|w)")
-_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``"6h"``, ``"90m"``, ``"1h30m"``, ``"10s"`` as a timedelta."""
-    parts = list(_DURATION.finditer(text.strip()))
-    if not parts or "".join(m.group(0) for m in parts).replace(" ", "") != text.replace(" ", ""):
-        raise UsageError(f"not a duration: {text!r} (write 6h, 90m, 1h30m, 10s)")
-    return timedelta(seconds=sum(float(m["n"]) * _UNIT_S[m["unit"]] for m in parts))
-
-
-def parse_time(text: str) -> datetime:
-    """An RFC 3339 time or unix seconds, as an aware UTC datetime."""
-    try:
-        return datetime.fromtimestamp(float(text), UTC)
-    except ValueError:
-        pass
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UsageError(f"not a time: {text!r} (RFC 3339 or unix seconds)") from exc
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -566,8 +545,6 @@ __all__ = [
     "Endpoint",
     "PrometheusError",
     "PullReport",
-    "parse_duration",
-    "parse_time",
     "pull",
     "series_selector",
     "store_intervals",

@@ -11,7 +11,9 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from specscope.errors import PrometheusError, UsageError
-from specscope.prometheus.intervals import SERIES_NAMES, Series, canonical_name, intervals
+from specscope.prometheus.http import NoAnswerError, get_metrics, new_session
+from specscope.prometheus.intervals import Series, intervals
+from specscope.prometheus.names import SERIES_NAMES, canonical_name
 from specscope.prometheus.pull import PullReport, store_intervals
 from specscope.store.layout import default_store_path
 from specscope.store.reading import Store
@@ -68,25 +70,19 @@ def scrape(
     series: dict[tuple[str, str], dict[float, float]] = {}
     started = clock()
     report = PullReport(clean, None, source_id, _utc(started), _utc(started), kind="scrape")
-    import requests  # when scraping starts (see prometheus.Client)
-
-    session = requests.Session()
+    session = new_session()
     for i in range(count):
         if i:
             sleep(interval)
         at = clock()
         try:
-            answer = session.get(url, timeout=timeout, headers={"Accept": "text/plain"})
-        except requests.exceptions.RequestException as exc:
-            report.failed.append(
-                f"poll {i + 1} at {_utc(at):%H:%M:%S}: cannot reach {clean} ({type(exc).__name__})"
-            )
+            text = get_metrics(session, url, timeout=timeout, shown=clean)
+        except PrometheusError as exc:
+            report.requests += not isinstance(exc, NoAnswerError)
+            report.failed.append(f"poll {i + 1} at {_utc(at):%H:%M:%S}: {exc.message}")
             break
         report.requests += 1
-        if answer.status_code != 200:
-            report.failed.append(f"poll {i + 1}: {clean} answered HTTP {answer.status_code}")
-            break
-        for name, labels, value in read_metrics(answer.text, instance):
+        for name, labels, value in read_metrics(text, instance):
             key = (name, json.dumps(labels, sort_keys=True))
             series.setdefault(key, {})[at] = value
             report.samples += 1

@@ -12,7 +12,7 @@ from typing import Any
 from specscope.schema import SOURCES
 
 # The first letter of an id says what kind of source it is.
-_KIND_LETTER = {"log": "s", "prometheus": "p", "scrape": "m"}
+_KIND_LETTER = {"log": "s", "prometheus": "p", "scrape": "m", "watch": "w"}
 
 
 def source_id(kind: str, identity: str) -> str:

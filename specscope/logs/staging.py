@@ -1,0 +1,236 @@
+"""Rows on their way from the parser to the store: block by block, the line parser's dicts
+and the bulk reader's frames become one frame per table, in log order, written to a stage
+file so that memory stays flat however long the log. What a row's year needs from the
+rows before it (the months that rolled over, the last year a line printed) is worked out
+as the rows pass (``Years``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from specscope.logs.parser import LineParser
+from specscope.logs.results import BulkRow, Row
+from specscope.schema import TABLES, polars_schema
+
+RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
+
+
+INTERNAL_COLUMNS = {
+    "_run": pl.Int64,
+    "_year": pl.Int64,  # printed in the line (a container or SGLang timestamp)
+    "_month": pl.Int64,
+    "_day": pl.Int64,
+    "_time": pl.String,
+    "_dt": pl.Boolean,  # the record printed its draft tokens (so k may come from config)
+    "_off": pl.Int64,  # years the months rolled over since the first timestamp
+    "_yr": pl.Int64,  # the year printed on this line or the last dated one before it
+}
+
+
+_ROLLOVER = 6  # a month that jumps back by this much or more is a new year
+
+
+def _arrow_type(dtype: Any) -> pa.DataType:
+    return pl.DataFrame(schema={"x": dtype}).to_arrow().schema[0].type
+
+
+_ROW_SCHEMAS = {
+    table: pa.schema(
+        [*TABLES[table], *(pa.field(k, _arrow_type(t)) for k, t in INTERNAL_COLUMNS.items())]
+    )
+    for table in RECORD_TABLES
+}
+
+
+def _dict_rows(rows: list[Row], table: str) -> pl.DataFrame:
+    names = TABLES[table].names
+    out = []
+    for r in rows:
+        ts = r.get("_ts") or (None, None, None, None)
+        row = {k: r.get(k) for k in names}
+        row.update(
+            _run=r["_run"],
+            _year=ts[0],
+            _month=ts[1],
+            _day=ts[2],
+            _time=ts[3],
+            _dt="draft_tokens" in r,
+        )
+        out.append(row)
+    return pl.from_arrow(pa.Table.from_pylist(out, schema=_ROW_SCHEMAS[table]))  # type: ignore[return-value]
+
+
+def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """A frame with exactly the table's columns and types, plus the internal ones."""
+    schema = {**dict(polars_schema(table)), **INTERNAL_COLUMNS}
+    if "_dt" not in frame.columns:
+        frame = frame.with_columns(
+            (
+                pl.col("draft_tokens").is_not_null()
+                if "draft_tokens" in frame.columns
+                else pl.lit(False)
+            ).alias("_dt")
+        )
+    return frame.select(
+        (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t)).alias(c)
+        for c, t in schema.items()
+    )
+
+
+@dataclass
+class _Years:
+    """What the rows so far say about years (``timestamps.resolve``, a block at a time)."""
+
+    month: int | None = None  # the last month seen
+    offset: int = 0
+    carried: int | None = None  # the last year printed on a dated line
+    first_explicit: tuple[int, int] | None = None  # (year, offset) of the first printed year
+    last: tuple[int, int] | None = None  # (month, day) of the last dated row
+
+    def stamp(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """``_off`` and ``_yr`` for rows in log order."""
+        has = rows["_month"].is_not_null()
+        previous = rows["_month"].forward_fill().shift(1)
+        if self.month is not None:
+            previous = previous.fill_null(self.month)
+        rolled = (has & ((previous - rows["_month"]) >= _ROLLOVER).fill_null(False)).cast(pl.Int64)
+        offsets = rolled.cum_sum() + self.offset
+        carried = rows.select(pl.when(has).then(pl.col("_year")).forward_fill())["_year"]
+        if self.carried is not None:
+            carried = carried.fill_null(self.carried)
+        out = rows.with_columns(
+            offsets.alias("_off"), pl.coalesce(rows["_year"], carried).alias("_yr")
+        )
+        explicit = rows["_year"].is_not_null()
+        if self.first_explicit is None and explicit.any():
+            at = int(explicit.arg_true()[0])
+            self.first_explicit = (int(rows["_year"][at]), int(offsets[at]))
+        if len(rows):
+            self.offset = int(offsets[-1])
+        if has.any():
+            at = int(has.arg_true()[-1])
+            self.month = int(rows["_month"][at])
+            self.last = (self.month, int(rows["_day"][at] or 1))
+            if carried[at] is not None:
+                self.carried = int(carried[at])
+        return out
+
+    def first_year(self, year: int | None, mtime: datetime) -> tuple[int | None, str]:
+        if self.last is None:
+            return None, "none"
+        if self.first_explicit is not None:
+            return self.first_explicit[0] - self.first_explicit[1], "log"
+        if year is not None:
+            return year, "--year"
+        last_year = mtime.year
+        if self.last > (mtime.month, mtime.day):
+            last_year -= 1  # a December log whose file was touched in January
+        return last_year - self.offset, "mtime"
+
+
+@dataclass
+class Stage:
+    """Rows out of the parser, table by table, in log order: in Arrow files under
+    ``directory`` (removed by ``close``), or in memory without one (small inputs)."""
+
+    directory: Path | None = None
+    parts: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    years: _Years = field(default_factory=_Years)
+    flushes: int = 0
+    bulk_rows: int = 0  # of them, rows read in bulk
+    _waiting: dict[str, pl.DataFrame] = field(default_factory=dict)
+    _made: bool = False  # the directory, by this stage
+
+    def flush(
+        self,
+        rows: Mapping[str, list[Row]],
+        frames: Mapping[str, list[pl.DataFrame]] | None = None,
+        *,
+        keep_from: int | None = None,
+    ) -> None:
+        """Take the rows made so far (emptying the lists) and the frames read in bulk.
+        Rows from line ``keep_from`` on wait for the next flush: the parser may still make
+        more rows of that line (records glued on it), and a line's rows go out together."""
+        tables = {}
+        for table in RECORD_TABLES:
+            parts = [conform(f, table) for f in (frames or {}).get(table, ())]
+            self.bulk_rows += sum(len(p) for p in parts)
+            if table in self._waiting:
+                parts.insert(0, self._waiting.pop(table))
+            if rows.get(table):
+                parts.append(_dict_rows(rows[table], table))
+                rows[table].clear()
+            if parts:
+                frame = pl.concat(parts).sort("line", maintain_order=True)
+                if keep_from is not None:
+                    later = frame.filter(pl.col("line") >= keep_from)
+                    if len(later):
+                        self._waiting[table] = later
+                        frame = frame.filter(pl.col("line") < keep_from)
+                if len(frame):
+                    tables[table] = frame
+        if not tables:
+            return
+        # Years are read across tables: every row in log order, a line's rows in table order.
+        stamps = pl.concat(
+            [
+                t.select("line", "_year", "_month", "_day").with_columns(
+                    pl.lit(RECORD_TABLES.index(name), pl.Int64).alias("_table"),
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+                )
+                for name, t in tables.items()
+            ]
+        ).sort("line", "_table", "_row", maintain_order=True)
+        stamped = self.years.stamp(stamps)
+        for name, t in tables.items():
+            mine = stamped.filter(pl.col("_table") == RECORD_TABLES.index(name)).sort("_row")
+            t = t.with_columns(mine["_off"], mine["_yr"])
+            self.counts[name] = self.counts.get(name, 0) + len(t)
+            self.parts.setdefault(name, []).append(self._keep(name, t))
+        self.flushes += 1
+
+    def _keep(self, table: str, frame: pl.DataFrame) -> pl.DataFrame | Path:
+        if self.directory is None:
+            return frame
+        if not self._made:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._made = True
+        path = self.directory / f"{table}-{self.flushes:06d}.arrow"
+        frame.write_ipc(path, compression="lz4")
+        return path
+
+    def lazy(self, table: str) -> pl.LazyFrame:
+        parts = self.parts.get(table, [])
+        empty = conform(pl.DataFrame(), table).lazy()
+        frames = [p.lazy() if isinstance(p, pl.DataFrame) else pl.scan_ipc(p) for p in parts]
+        return pl.concat([empty, *frames]) if frames else empty
+
+    def close(self) -> None:
+        if self._made and self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        self._made = False
+
+
+def detach(parser: LineParser) -> None:
+    """Records that left the parser may still be completed by a later line (a prefix-cache
+    line after a stats line): what remains of them in the parser's memory becomes a
+    ``BulkRow``, whose additions are kept as patches."""
+    run = parser.run
+    if run is None:
+        return
+    for key, (table, row) in list(run.last_record.items()):
+        if not isinstance(row, BulkRow):
+            run.last_record[key] = (table, BulkRow(line=row["line"], engine=row.get("engine")))
+
+
+__all__ = ["INTERNAL_COLUMNS", "RECORD_TABLES", "Stage", "conform", "detach"]
