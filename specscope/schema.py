@@ -238,10 +238,7 @@ def polars_schema(table: str) -> pl.Schema:
 
 PARTITIONED = ("spec_decode", "engine_stats", "runs", "events", "bench", "run_sums")
 CONFIG_COLUMNS = tuple(f.name for f in RUN_CONFIG)
-_POLARS = {
-    name: pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
-    for name, schema in TABLES.items()
-}
+_POLARS = {name: pl.DataFrame(schema.empty_table()).schema for name, schema in TABLES.items()}
 
 __all__ = [
     "BENCH",

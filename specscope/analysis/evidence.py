@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -229,7 +229,7 @@ def _join_stats(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     at = np.minimum(np.searchsorted(have, want_np), max(len(have) - 1, 0))
     found = (want_np >= 0) & (have[at] == want_np) if len(have) else np.zeros(len(want_np), bool)
     index = pl.Series(np.where(found, order[at] if len(have) else 0, 0), dtype=pl.UInt32)
-    index = index.set(pl.Series(~found), None) if (~found).any() else index  # type: ignore[arg-type]
+    index = index.set(pl.Series(~found), None) if (~found).any() else index
     # The columns gathered together: a frame's gather runs over its columns side by side.
     out = spec.hstack(logs.select(wanted)[index].get_columns())
     from_pulls = stats.filter(pl.col("line").is_null())
@@ -256,16 +256,29 @@ def _source_codes(frame: pl.DataFrame, codes: dict[str, int]) -> np.ndarray:
     return np.repeat(np.asarray(numbers, dtype=np.int64), runs["len"].to_numpy())
 
 
+_T = TypeVar("_T")
+
+
+def scalar(value: object, kind: type[_T]) -> _T | None:
+    """An aggregate of a polars column (``min``, ``max``, ``mean``...) as the Python type the
+    column holds, None for a column without values. Polars types these as the union of every
+    scalar any column may hold."""
+    if value is None or isinstance(value, kind):
+        return value
+    raise TypeError(f"expected {kind.__name__} or None, got {type(value).__name__}")
+
+
 def _lines(rows: pl.DataFrame) -> tuple[int | None, int | None]:
     if rows.is_empty() or rows["line"].null_count() == rows.height:
         return (None, None)
-    return (rows["line"].min(), rows["end_line"].max() or rows["line"].max())
+    first = scalar(rows["line"].min(), int)
+    return (first, scalar(rows["end_line"].max(), int) or scalar(rows["line"].max(), int))
 
 
 def _window(rows: pl.DataFrame) -> tuple[datetime | None, datetime | None]:
     if rows.is_empty() or rows["ts"].null_count() == rows.height:
         return (None, None)
-    return (rows["ts"].min(), rows["ts"].max())
+    return (scalar(rows["ts"].min(), datetime), scalar(rows["ts"].max(), datetime))
 
 
 def finding_for(
@@ -303,14 +316,14 @@ def method_of(run: Mapping[str, Any]) -> str | None:
 
 
 def counts_of(rows: pl.DataFrame) -> dict[str, Any]:
-    drafts = rows["drafts"].sum() if rows.height else 0
-    accepted = rows["accepted_tokens"].sum() if rows.height else 0
-    tokens = rows["draft_tokens"].sum() if rows.height else 0
+    drafts = int(rows["drafts"].sum() or 0) if rows.height else 0
+    accepted = int(rows["accepted_tokens"].sum() or 0) if rows.height else 0
+    tokens = int(rows["draft_tokens"].sum() or 0) if rows.height else 0
     k = tokens / drafts if drafts else 0
     return {
-        "drafts": int(drafts or 0),
-        "accepted": int(accepted or 0),
-        "draft_tokens": int(tokens or 0),
+        "drafts": drafts,
+        "accepted": accepted,
+        "draft_tokens": tokens,
         "k": k,
         "rate": accepted / tokens if tokens else None,
     }

@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 import typer
 
@@ -535,6 +535,13 @@ def formats(
                 typer.echo("")
 
 
+@runtime_checkable
+class _Shows(Protocol):
+    """A click exception (click's own or the copy typer vendors): it prints itself."""
+
+    def show(self) -> None: ...
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (``ExitStatus``) instead of exiting."""
     try:
@@ -549,8 +556,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         # Usage errors and aborts come from click, or from the copy of it typer vendors.
         kinds = {cls.__name__ for cls in type(exc).__mro__}
-        if "ClickException" in kinds:
-            exc.show()  # type: ignore[attr-defined]
+        if "ClickException" in kinds and isinstance(exc, _Shows):
+            exc.show()
             return int(ExitStatus.USAGE)
         if "Abort" in kinds:
             typer.echo("specscope: aborted", err=True)

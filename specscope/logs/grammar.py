@@ -51,8 +51,9 @@ class Grammar:
             if d.kind == "fields" and d.anchor is not None:
                 by_anchor.setdefault(d.anchor.pattern, []).append(d)
         self.anchors = [
-            Anchor(ds[0].anchor, tuple(lit for d in ds for lit in d.literals), tuple(ds))  # type: ignore[arg-type]
+            Anchor(anchor, tuple(lit for d in ds for lit in d.literals), tuple(ds))
             for ds in by_anchor.values()
+            if (anchor := ds[0].anchor) is not None  # always: by_anchor holds only these
         ]
         self.blocks = [d for d in defs if d.kind == "block"]
         self.json_docs = [d for d in defs if d.kind == "json"]
@@ -154,7 +155,7 @@ class Grammar:
         return out
 
     def anchors_in(self, text: str) -> list[tuple[regex.Match[str], Anchor]]:
-        found = []
+        found: list[tuple[regex.Match[str], Anchor]] = []
         for anchor in self.anchors:
             if anchor.literals and not any(lit in text for lit in anchor.literals):
                 continue

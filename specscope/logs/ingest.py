@@ -438,8 +438,8 @@ def frames(
         )
         for table in RECORD_TABLES
     }
-    runs = pl.from_arrow(pa.Table.from_pylist(done.runs, schema=RUNS))
-    out["runs"] = runs.with_columns(pl.lit(source_id).alias("source_id"))  # type: ignore[union-attr]
+    runs = pl.DataFrame(pa.Table.from_pylist(done.runs, schema=RUNS))
+    out["runs"] = runs.with_columns(pl.lit(source_id).alias("source_id"))
     return out
 
 

@@ -535,7 +535,7 @@ class LineParser:
         if defn.starts_run == "after_records":
             starts = run.has_records  # engines print their config before they serve
         else:
-            starts = defn.starts_run and (defn.name in run.starts_seen or run.has_records)
+            starts = bool(defn.starts_run) and (defn.name in run.starts_seen or run.has_records)
         if starts:
             run = self._new_run(line)
             if piece.env is not None and piece.env.proc and piece.env.pid is not None:

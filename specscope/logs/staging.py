@@ -24,16 +24,18 @@ from specscope.schema import TABLES, polars_schema
 RECORD_TABLES = ("spec_decode", "engine_stats", "events", "bench")
 
 
-INTERNAL_COLUMNS = {
-    "_run": pl.Int64,
-    "_year": pl.Int64,  # printed in the line (a container or SGLang timestamp)
-    "_month": pl.Int64,
-    "_day": pl.Int64,
-    "_time": pl.String,
-    "_dt": pl.Boolean,  # the record printed its draft tokens (so k may come from config)
-    "_off": pl.Int64,  # years the months rolled over since the first timestamp
-    "_yr": pl.Int64,  # the year printed on this line or the last dated one before it
-}
+INTERNAL_COLUMNS = pl.Schema(
+    {
+        "_run": pl.Int64,
+        "_year": pl.Int64,  # printed in the line (a container or SGLang timestamp)
+        "_month": pl.Int64,
+        "_day": pl.Int64,
+        "_time": pl.String,
+        "_dt": pl.Boolean,  # the record printed its draft tokens (so k may come from config)
+        "_off": pl.Int64,  # years the months rolled over since the first timestamp
+        "_yr": pl.Int64,  # the year printed on this line or the last dated one before it
+    }
+)
 
 
 _ROLLOVER = 6  # a month that jumps back by this much or more is a new year
@@ -66,12 +68,12 @@ def _dict_rows(rows: list[Row], table: str) -> pl.DataFrame:
             _dt="draft_tokens" in r,
         )
         out.append(row)
-    return pl.from_arrow(pa.Table.from_pylist(out, schema=_ROW_SCHEMAS[table]))  # type: ignore[return-value]
+    return pl.DataFrame(pa.Table.from_pylist(out, schema=_ROW_SCHEMAS[table]))
 
 
 def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """A frame with exactly the table's columns and types, plus the internal ones."""
-    schema = {**dict(polars_schema(table)), **INTERNAL_COLUMNS}
+    schema = {**polars_schema(table), **INTERNAL_COLUMNS}
     if "_dt" not in frame.columns:
         frame = frame.with_columns(
             (

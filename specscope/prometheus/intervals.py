@@ -280,10 +280,13 @@ def _per_position(got: _Samples) -> pl.DataFrame:
     counted = got.of({PER_POSITION: "accepted_per_pos"}, changes=True).filter(
         pl.col("position").is_not_null()
     )
-    schema = {"tid": pl.Int64, "t": pl.Float64, "accepted_per_pos": pl.List(pl.Int64)}
+    schema = pl.Schema(
+        {"tid": pl.Int64(), "t": pl.Float64(), "accepted_per_pos": pl.List(pl.Int64())}
+    )
     if counted.is_empty():
         return pl.DataFrame(schema=schema)
-    top = int(counted["position"].max())  # type: ignore[arg-type]
+    top = counted["position"].max()
+    assert isinstance(top, int)  # an Int64 column, not empty, without nulls
     wide = counted.select("tid", "t", "position", _count(pl.col("d")).alias("n")).pivot(
         on="position", index=["tid", "t"], values="n", aggregate_function="last"
     )
@@ -337,7 +340,7 @@ def _stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
 
 
 def _prefix_cache(got: _Samples) -> pl.DataFrame:
-    schema = {"tid": pl.Int64, "t": pl.Float64, "prefix_cache_hit_rate": pl.Float64}
+    schema = pl.Schema({"tid": pl.Int64, "t": pl.Float64, "prefix_cache_hit_rate": pl.Float64})
     parts = got.of({n: f"{gen} {part}" for n, (gen, part) in PREFIX_CACHE.items()}, changes=True)
     if parts.is_empty():
         return pl.DataFrame(schema=schema)
@@ -355,7 +358,7 @@ def _prefix_cache(got: _Samples) -> pl.DataFrame:
         pl.when(queries.is_not_null() & (queries != 0))
         .then(pl.col("hits").fill_null(0.0) / queries)
         .alias("prefix_cache_hit_rate"),
-    ).cast(schema)  # type: ignore[arg-type]
+    ).cast(schema)
 
 
 _LATENCY = {
@@ -367,12 +370,14 @@ _LATENCY = {
 
 def _latency(got: _Samples) -> pl.DataFrame:
     """Mean latencies per interval from a histogram's ``_sum`` and ``_count``."""
-    schema = {
-        "tid": pl.Int64,
-        "t": pl.Float64,
-        "mean_ttft_ms": pl.Float64,
-        "mean_itl_ms": pl.Float64,
-    }
+    schema = pl.Schema(
+        {
+            "tid": pl.Int64,
+            "t": pl.Float64,
+            "mean_ttft_ms": pl.Float64,
+            "mean_itl_ms": pl.Float64,
+        }
+    )
     means = []
     for rank, (name, column) in enumerate(_LATENCY.items()):
         sums = got.of({f"{name}_sum": column}, changes=True)
@@ -401,7 +406,7 @@ def _latency(got: _Samples) -> pl.DataFrame:
         pl.lit(None, pl.Float64).alias(c)
         for c in ("mean_ttft_ms", "mean_itl_ms")
         if c not in wide.columns
-    ).cast(schema)  # type: ignore[arg-type]
+    ).cast(schema)
 
 
 def _sglang_spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:

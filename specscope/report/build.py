@@ -193,10 +193,10 @@ def _evidence_lines(
         if not Path(path).is_file():
             continue
         try:
-            found = unhashed(path).lines_at(starts, EVIDENCE_LINES)
+            read = unhashed(path).lines_at(starts, EVIDENCE_LINES)
         except (OSError, SpecscopeError):
             continue
-        for start, lines in found.items():
+        for start, lines in read.items():
             starts[start].extend(line.rstrip("\r")[:400] for line in lines)
     return [wanted[k[0]][k[1]] if k else [] for k in keys]
 

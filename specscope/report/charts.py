@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 import altair as alt
 import polars as pl
@@ -23,17 +25,17 @@ def _frame(rows: list[dict[str, object]]) -> alt.Data:
 
 
 def per_position(
-    per_run: list[dict[str, object]], redact: Redact, *, z: float
+    per_run: list[dict[str, Any]], redact: Redact, *, z: float
 ) -> alt.LayerChart | None:
     """Per-position acceptance a_i per run, with Wilson bands (drafts as trials)."""
     rows = []
     for run in per_run:
         counts = run.get("accepted_per_pos") or []
         drafts = run.get("drafts") or 0
-        for i, count in enumerate(counts):  # type: ignore[arg-type]
+        for i, count in enumerate(counts):
             if count is None or not drafts:
                 continue
-            low, high = wilson(count, drafts, z)  # type: ignore[arg-type]
+            low, high = wilson(count, drafts, z)
             rows.append(
                 {
                     "run": redact(str(run["label"])),
@@ -75,7 +77,9 @@ def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
     if rows.height > MAX_POINTS:
         # Inline data must stay small enough for a page: merge neighbouring intervals into
         # time buckets, summing counts before dividing as everywhere else.
-        span = (rows["ts"].max() - rows["ts"].min()).total_seconds()  # type: ignore[operator]
+        first, last = rows["ts"].min(), rows["ts"].max()
+        assert isinstance(first, datetime) and isinstance(last, datetime)  # ts: not null here
+        span = (last - first).total_seconds()
         per_run = max(2, MAX_POINTS // max(1, rows["run_id"].n_unique()))
         bucket = f"{max(1, math.ceil(span / per_run))}s"
         rows = (
@@ -217,7 +221,7 @@ def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None
 
 
 def across_runs(
-    per_run: list[dict[str, object]], redact: Redact, *, z: float
+    per_run: list[dict[str, Any]], redact: Redact, *, z: float
 ) -> alt.LayerChart | None:
     rows = []
     for run in per_run:
@@ -228,8 +232,8 @@ def across_runs(
         )
         if not drafts or not tokens:
             continue
-        k = tokens / drafts  # type: ignore[operator]
-        low, high = wilson(accepted / k, drafts, z)  # type: ignore[operator,arg-type]
+        k = tokens / drafts
+        low, high = wilson(accepted / k, drafts, z)
         rows.append(
             {
                 "run": redact(str(run["label"])),

@@ -35,7 +35,8 @@ def vega_bundle() -> str:
             return text
     except OSError:
         pass
-    text = vl_convert.javascript_bundle()
+    # vl_convert's stub wrongly requires ``snippet``: it defaults to None (the default snippet).
+    text = vl_convert.javascript_bundle()  # type: ignore[call-arg]
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")

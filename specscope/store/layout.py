@@ -37,6 +37,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise StoreError(f"unreadable manifest ({exc})", path=str(file)) from exc
+    if not isinstance(data, dict):
+        raise StoreError("manifest is not a JSON object", path=str(file))
     version = data.get("schema_version")
     if not isinstance(version, int):
         raise StoreError("manifest has no schema_version", path=str(file))

@@ -52,8 +52,7 @@ class Store:
         schema = TABLES[name]
         files = self.files(name)
         if not files:
-            empty = pl.from_arrow(schema.empty_table())
-            assert isinstance(empty, pl.DataFrame)
+            empty = pl.DataFrame(schema.empty_table())
             if name in PARTITIONED:
                 empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
             return empty.lazy()

@@ -29,11 +29,13 @@ __all__ = ["RunSums", "per_run"]
 
 _KEYS = ["run_id"]
 # The totals columns of ``acceptance.sums``, typed as the table stores them.
-_TOTALS = {
-    name: dtype
-    for name, dtype in polars_schema("run_sums").items()
-    if name != "run_id" and not name.startswith(("position_", "k_"))
-}
+_TOTALS = pl.Schema(
+    {
+        name: dtype
+        for name, dtype in polars_schema("run_sums").items()
+        if name != "run_id" and not name.startswith(("position_", "k_"))
+    }
+)
 
 
 class RunSums:
@@ -50,7 +52,7 @@ class RunSums:
     def add(self, part: pl.DataFrame) -> None:
         lf = part.lazy()
         totals, positions, ks = pl.collect_all([*sums(lf, self.key), k_counts(lf, self.key)])
-        self.totals.add(totals.cast(_TOTALS))  # type: ignore[arg-type]
+        self.totals.add(totals.cast(_TOTALS))
         self.positions.add(positions)
         self.ks.add(ks)
 

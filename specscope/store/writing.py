@@ -220,7 +220,11 @@ class StoreWriter:
         if written:
             self.sources.append(source_id)
         if name == "spec_decode" and written:
-            rollup = run_sums() if summed is None else summed.table(TABLES["run_sums"])
+            if summed is not None:
+                rollup = summed.table(TABLES["run_sums"])
+            else:
+                assert run_sums is not None  # spec_decode rows are summed here unless given
+                rollup = run_sums()
             dest = self.store.path / "run_sums" / f"source_id={source_id}"
             self._write(rollup, dest / f"part-{self.ingest_id}.parquet")
         return written

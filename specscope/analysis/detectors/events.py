@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from specscope.analysis.evidence import (
     Evidence,
+    scalar,
 )
 from specscope.analysis.findings import Finding, Severity
 
@@ -50,7 +53,7 @@ _EVENT_TEXT = {
 
 
 def errors(ev: Evidence) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     if ev.events.is_empty():
         return out
     for (run_id, code), group in ev.events.group_by(["run_id", "code"], maintain_order=True):
@@ -61,8 +64,11 @@ def errors(ev: Evidence) -> list[Finding]:
                 severity=_EVENT_SEVERITY.get(code, Severity.INFO),
                 run_id=run_id,
                 source=group["source"][0],
-                lines=(group["line"].min(), group["line"].max()),
-                window=(group["ts"].min(), group["ts"].max()),
+                lines=(scalar(group["line"].min(), int), scalar(group["line"].max(), int)),
+                window=(
+                    scalar(group["ts"].min(), datetime),
+                    scalar(group["ts"].max(), datetime),
+                ),
                 explanation=f"The log shows {what} ({code}, {group.height}x): "
                 f"{group['message'][0][:160]}",
                 next_step=step,

@@ -11,6 +11,7 @@ from specscope.analysis.evidence import (
     Evidence,
     counts_of,
     finding_for,
+    scalar,
 )
 from specscope.analysis.findings import Finding, Severity
 from specscope.stats import rate_interval
@@ -77,7 +78,7 @@ def concurrency(ev: Evidence) -> list[Finding]:
 
 
 def no_speedup(ev: Evidence) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     limit = ev.config["no_speedup"]["max_ratio"]
     bench = ev.bench.filter(pl.col("output_throughput").is_not_null())
     if bench.is_empty():
@@ -95,7 +96,7 @@ def no_speedup(ev: Evidence) -> list[Finding]:
             peers = same if same.height else peers
         if peers.is_empty():
             continue
-        baseline = peers["output_throughput"].max()
+        baseline = scalar(peers["output_throughput"].max(), float)
         ratio = s["output_throughput"] / baseline if baseline else None
         if ratio is None or ratio > limit:
             continue

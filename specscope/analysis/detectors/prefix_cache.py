@@ -12,6 +12,7 @@ from specscope.analysis.evidence import (
     counts_of,
     finding_for,
     method_of,
+    scalar,
 )
 from specscope.analysis.findings import Finding, Severity
 from specscope.stats import rate_interval
@@ -78,10 +79,15 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
             or high["rate"] is None
         ):
             continue
-        spread = (
-            rows.filter(pl.col("prefix_cache_hit_rate") > middle)["prefix_cache_hit_rate"].mean()
-            - rows.filter(pl.col("prefix_cache_hit_rate") <= middle)["prefix_cache_hit_rate"].mean()
+        mean_high = scalar(
+            rows.filter(pl.col("prefix_cache_hit_rate") > middle)["prefix_cache_hit_rate"].mean(),
+            float,
         )
+        mean_low = scalar(
+            rows.filter(pl.col("prefix_cache_hit_rate") <= middle)["prefix_cache_hit_rate"].mean(),
+            float,
+        )
+        spread = mean_high - mean_low if mean_high is not None and mean_low is not None else None
         if not spread or spread <= 0:
             continue
         slope = (high["rate"] - low["rate"]) / spread
