@@ -89,3 +89,16 @@ def drift_split(
         return None
     j = int(np.argmax(np.where(good, change, -1.0)))  # the first of equal changes
     return (float(r1[j]), float(r2[j]), int(at[j]))
+
+
+def coverage(z: float) -> str:
+    """A z as the two-sided coverage of its interval, as people say it: 1.96 -> "95%"."""
+    share = math.erf(z / math.sqrt(2)) * 100
+    return f"{share:.1f}%".replace(".0%", "%") if share < 99.95 else f"{share:.2f}%"
+
+
+def drafts_to_tell(rate: float, width: float, z: float) -> int:
+    """About how many drafts make the interval of a rate near ``rate`` ``width`` wide (so
+    that it tells apart two rates ``width`` apart): n = z² p(1-p) / (width/2)²."""
+    p = min(max(rate, 0.05), 0.95)  # near 0 or 1 the normal form says too little
+    return math.ceil(z * z * p * (1 - p) / (width / 2) ** 2)

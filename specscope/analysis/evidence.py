@@ -3,7 +3,7 @@ need them, and the helpers every detector shares to build a finding."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -12,8 +12,9 @@ import numpy as np
 import polars as pl
 
 from specscope.acceptance import weighted_acceptance
-from specscope.analysis.findings import Finding, Severity
+from specscope.analysis.findings import Confidence, Finding, Severity
 from specscope.errors import UsageError
+from specscope.stats import coverage, rate_interval
 from specscope.store import rollup
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config, load_reference
@@ -304,6 +305,105 @@ def finding_for(
     )
 
 
+@dataclass(frozen=True)
+class Trials:
+    """What a run's acceptance rests on, as trials of a proportion: its drafts (each a trial:
+    a draft's tokens are not independent), the tokens each drafts (k) and how many were
+    accepted; and what had to be assumed to get them where the log did not print them."""
+
+    drafts: float
+    k: float
+    accepted: float
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / (self.drafts * self.k) if self.drafts and self.k else 0.0
+
+    def interval(self, z: float) -> tuple[float, float]:
+        return rate_interval(self.accepted, self.drafts, self.k, z)
+
+    def upper(self, z: float) -> float:
+        return self.interval(z)[1]
+
+
+@dataclass(frozen=True)
+class BoundTest:
+    """A claim that a bound, at whatever z it is taken, is under a threshold (or, with
+    ``above``, at least the threshold): the test a finding states."""
+
+    what: str  # "upper bound of a1"
+    bound: Callable[[float], float]
+    threshold: float
+    above: bool = False
+
+    def holds(self, z: float) -> bool:
+        value = self.bound(z)
+        return value >= self.threshold if self.above else value < self.threshold
+
+    def said(self, z: float) -> str:
+        sign = ">=" if self.above else "<"
+        return f"{coverage(z)} {self.what} {self.bound(z):.1%} {sign} {self.threshold:.1%}"
+
+
+def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | None:
+    """The run's trials: counted where the log prints drafts, else from draft tokens and an
+    assumed k, else (SGLang's decode line prints only a mean) from the printed mean
+    acceptance length over an assumed number of verify steps per line. None when the run
+    says nothing of its acceptance."""
+    cfg = ev.config["evidence"]
+    drafts, tokens = agg.get("drafts"), agg.get("draft_tokens")
+    accepted = agg.get("accepted_tokens")
+    if drafts and tokens and accepted is not None:
+        return Trials(float(drafts), tokens / drafts, float(accepted))
+    k = agg.get("k") or ev.runs.get(run_id, {}).get("k")
+    if tokens and accepted is not None:
+        if k:
+            return Trials(tokens / k, float(k), float(accepted))
+        assumed = cfg["assumed_k"]
+        return Trials(
+            tokens / assumed, float(assumed), float(accepted), (f"k not stated: {assumed} assumed",)
+        )
+    tau, records = agg.get("mean_acceptance_length"), agg.get("records") or 0
+    if tau is None or not records:
+        return None
+    steps = cfg["steps_per_printed_mean"] * records
+    said = [
+        f"counts not printed: each of the {records} lines taken as "
+        f"{cfg['steps_per_printed_mean']} verify steps"
+    ]
+    if not k:
+        k = cfg["assumed_k"]
+        said.append(f"k not stated: {k} assumed")
+    return Trials(float(steps), float(k), max(0.0, tau - 1) * steps, tuple(said))
+
+
+def strength(ev: Evidence, holds: Callable[[float], bool]) -> str | None:
+    """How strongly the data supports a claim: "certain" when it holds with the intervals
+    at ``z_certain``, "likely" when it holds at the configured ``z``, else None (the claim
+    is not made)."""
+    cfg = ev.config["evidence"]
+    if holds(cfg["z_certain"]):
+        return "certain"
+    if holds(cfg["z"]):
+        return "likely"
+    return None
+
+
+def confidence(
+    ev: Evidence,
+    level: str,
+    test: Callable[[float], str] | str,
+    sample: Mapping[str, Any],
+    assumptions: Iterable[str] = (),
+) -> Confidence:
+    """A finding's confidence, its test told at the level that decided it."""
+    cfg = ev.config["evidence"]
+    z = cfg["z_certain"] if level == "certain" else cfg["z"]
+    said = test if isinstance(test, str) else test(z)
+    return Confidence(level, said, dict(sample), list(assumptions))
+
+
 def drafts_of(agg: Mapping[str, Any]) -> int:
     return int(agg.get("drafts") or 0)
 
@@ -329,5 +429,26 @@ def counts_of(rows: pl.DataFrame) -> dict[str, Any]:
     }
 
 
-def enough_drafts(ev: Evidence, agg: Mapping[str, Any]) -> bool:
-    return drafts_of(agg) >= ev.config["evidence"]["min_drafts"]
+def below(ev: Evidence, a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """The strength of the claim that side ``a`` accepts less than side ``b`` (sides as
+    ``counts_of`` gives them): a's upper bound under b's lower bound."""
+
+    def holds(z: float) -> bool:
+        _, high = rate_interval(a["accepted"], a["drafts"], a["k"], z)
+        low, _ = rate_interval(b["accepted"], b["drafts"], b["k"], z)
+        return high < low
+
+    return strength(ev, holds)
+
+
+def below_test(
+    a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str]
+) -> Callable[[float], str]:
+    """The words of ``below``'s test at a z: the two bounds that separate."""
+
+    def said(z: float) -> str:
+        _, high = rate_interval(a["accepted"], a["drafts"], a["k"], z)
+        low, _ = rate_interval(b["accepted"], b["drafts"], b["k"], z)
+        return f"{coverage(z)} upper bound {high:.1%} {names[0]} < lower bound {low:.1%} {names[1]}"
+
+    return said

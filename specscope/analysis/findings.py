@@ -41,6 +41,39 @@ KINDS = (
 )
 
 
+# How strongly the data supports a finding, strongest first. A claim is "certain" when it
+# holds with the intervals at 99.9%, "likely" when it holds at the configured level (95%);
+# a finding that also rests on an assumption (the method or k not stated, a count read
+# from a printed mean) is at most "suggestive", whatever its intervals say.
+LEVELS = ("certain", "likely", "suggestive")
+
+
+@dataclass
+class Confidence:
+    """The strength of a finding: the word a reader acts on, the test that decided it (the
+    bound against the threshold, in words), the sample it rests on, and what it assumes."""
+
+    level: str
+    test: str
+    sample: dict[str, Any] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"confidence level must be one of {LEVELS}, not {self.level!r}")
+        if self.assumptions and self.level != "suggestive":
+            self.level = "suggestive"
+
+    def phrase(self) -> str:
+        """One short phrase: ``likely (95% upper bound 2.3% < 20%; 164 drafts)``."""
+        sample = ", ".join(
+            f"{v:,} {k}" if isinstance(v, int) else f"{k} {v}" for k, v in self.sample.items()
+        )
+        inside = "; ".join(p for p in (self.test, sample) if p)
+        assumed = f"; assumes {'; '.join(self.assumptions)}" if self.assumptions else ""
+        return f"{self.level} ({inside}{assumed})"
+
+
 @dataclass
 class Finding:
     kind: str
@@ -54,12 +87,15 @@ class Finding:
     sample: dict[str, Any] = field(default_factory=dict)  # drafts, records: how much evidence
     lines: tuple[int | None, int | None] = (None, None)  # evidence in the source
     window: tuple[datetime | None, datetime | None] = (None, None)
+    confidence: Confidence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["severity"] = str(self.severity)
         d["lines"] = list(self.lines)
         d["window"] = [t.isoformat() if t is not None else None for t in self.window]
+        if self.confidence is not None:
+            d["confidence"]["phrase"] = self.confidence.phrase()
         return json_safe(d)
 
 
@@ -76,4 +112,4 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-__all__ = ["KINDS", "Finding", "Severity", "json_safe"]
+__all__ = ["KINDS", "LEVELS", "Confidence", "Finding", "Severity", "json_safe"]

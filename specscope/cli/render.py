@@ -216,6 +216,8 @@ def finding_text(f: Finding) -> str:
         lines.append("  expected: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.expected.items()))
     if f.sample:
         lines.append("  evidence: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.sample.items()))
+    if f.confidence is not None:
+        lines.append(f"  confidence: {f.confidence.phrase()}")
     lines.append(f"  {f.explanation}")
     lines.append(f"  next: {f.next_step}")
     return "\n".join(lines)

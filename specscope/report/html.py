@@ -63,6 +63,11 @@ def render_html(report: Report) -> str:
             f"{e(f['kind'])} <small>run {e(str(f['run_id']))}</small></h3>"
             f"<p>{e(f['explanation'])}</p><p><b>Next:</b> {e(f['next_step'])}</p>"
             f"<p>measured: {e(numbers)}</p>"
+            + (
+                f"<p><b>Confidence:</b> {e(f['confidence']['phrase'])}</p>"
+                if f.get("confidence")
+                else ""
+            )
             + (f"<pre>{evidence}</pre>" if evidence else "")
             + "</section>"
         )

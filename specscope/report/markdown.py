@@ -71,7 +71,9 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
                 f"-{f['lines'][1]}" if f["lines"][1] not in (None, f["lines"][0]) else ""
             )
         parts.append(f"### {f['severity']}: {f['kind']} (run {md(f['run_id'])})\n")
-        parts.append(f"{md(f['explanation'])}\n\n**Next:** {md(f['next_step'])}\n")
+        sure = f.get("confidence") or {}
+        sure_text = f"**Confidence:** {md(sure['phrase'])}\n\n" if sure else ""
+        parts.append(f"{md(f['explanation'])}\n\n{sure_text}**Next:** {md(f['next_step'])}\n")
         numbers = ", ".join(f"{md(k)} {md(v)}" for k, v in f["measured"].items())
         expected = ", ".join(f"{md(k)} {md(v)}" for k, v in f["expected"].items())
         evidence = ", ".join(f"{md(k)} {md(v)}" for k, v in f["sample"].items())

@@ -19,7 +19,7 @@ from specscope.analysis.detectors.load import concurrency, kv_saturation, no_spe
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.detectors.prefix_cache import prefix_cache
 from specscope.analysis.evidence import Evidence, gather
-from specscope.analysis.findings import KINDS, Finding
+from specscope.analysis.findings import KINDS, Finding, Severity
 from specscope.store.reading import Store
 from specscope.thresholds import Config
 
@@ -33,7 +33,6 @@ DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     no_speedup,
     kv_saturation,
     drift,
-    insufficient,
     errors,
 )
 
@@ -54,5 +53,12 @@ def detect(
 
 def findings_of(ev: Evidence) -> list[Finding]:
     findings = [f for detector in DETECTORS for f in detector(ev)]
+    # insufficient_data only for a run that no detector could say anything about.
+    judged = {
+        f.run_id
+        for f in findings
+        if f.run_id and not (f.kind == "error_signature" and f.severity == Severity.INFO)
+    }
+    findings += insufficient(ev, judged)
     findings.sort(key=lambda f: (-f.severity, KINDS.index(f.kind), f.run_id or ""))
     return findings

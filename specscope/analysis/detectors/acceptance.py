@@ -1,76 +1,68 @@
-"""How much is accepted: zero, low against the reference, or too few drafts to say."""
+"""How much is accepted: (almost) nothing, or far less than the method reaches."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import polars as pl
 
 from specscope.analysis.evidence import (
+    BoundTest,
     Evidence,
-    drafts_of,
-    enough_drafts,
+    Trials,
+    confidence,
     finding_for,
     method_of,
+    strength,
+    trials_of,
 )
 from specscope.analysis.findings import Finding, Severity
-from specscope.stats import wilson
+from specscope.stats import coverage, drafts_to_tell, wilson
 from specscope.vocabulary import QUANTIZED
 
 
-def insufficient(ev: Evidence) -> list[Finding]:
-    out = []
-    need = ev.config["evidence"]["min_drafts"]
-    for run_id, agg in ev.per_run.items():
-        drafts = drafts_of(agg)
-        if agg.get("draft_tokens") is not None and drafts < need:
-            rows = ev.spec_of(run_id)
-            out.append(
-                finding_for(
-                    ev,
-                    "insufficient_data",
-                    Severity.INFO,
-                    run_id,
-                    rows,
-                    explanation=f"{drafts} drafts are too few to judge this run: a rate on so few "
-                    f"drafts says little (a 100% on 66 tokens says nothing).",
-                    next_step="collect more intervals (a longer log, a longer pull) before judging",
-                    measured={"drafts": drafts, "acceptance_rate": agg.get("acceptance_rate")},
-                    expected={"drafts at least": need},
-                    sample={"records": agg["records"]},
-                )
-            )
-    return out
-
-
 def zero(ev: Evidence) -> list[Finding]:
+    """Drafting happens and (almost) nothing is accepted: the rate is at most ``max_rate``
+    and its interval's upper bound is below ``max_upper``, which even weak drafters reach
+    (0 accepted of 150 drafts bounds the rate under 2.5% at 95%)."""
     out = []
-    limit = ev.config["zero_acceptance"]["max_rate"]
+    cfg = ev.config["zero_acceptance"]
     for run_id, agg in ev.per_run.items():
-        rate = agg.get("acceptance_rate")
-        if rate is None or not enough_drafts(ev, agg) or rate > limit:
+        trials = trials_of(ev, run_id, agg)
+        if trials is None or trials.rate > cfg["max_rate"]:
+            continue
+
+        test = BoundTest("upper bound", trials.upper, cfg["max_upper"])
+        level = strength(ev, test.holds)
+        if level is None:
             continue
         run = ev.runs.get(run_id, {})
         explanation, step = _why_zero(ev, run_id, run)
-        rows = ev.spec_of(run_id)
         out.append(
             finding_for(
                 ev,
                 "zero_acceptance",
                 Severity.CRITICAL,
                 run_id,
-                rows,
+                ev.spec_of(run_id),
                 explanation=explanation,
                 next_step=step,
                 measured={
-                    "acceptance_rate": rate,
-                    "accepted_tokens": agg["accepted_tokens"],
-                    "draft_tokens": agg["draft_tokens"],
+                    "acceptance_rate": agg.get("acceptance_rate", trials.rate),
+                    "accepted_tokens": agg.get("accepted_tokens"),
+                    "draft_tokens": agg.get("draft_tokens"),
                     "mean_acceptance_length": agg.get("mean_acceptance_length"),
                 },
-                expected={"acceptance_rate above": limit},
-                sample={"drafts": drafts_of(agg), "records": agg["records"]},
+                expected={"acceptance_rate above": cfg["max_rate"]},
+                sample={"drafts": round(trials.drafts), "records": agg["records"]},
+                confidence=confidence(
+                    ev,
+                    level,
+                    test.said,
+                    {"drafts": round(trials.drafts)},
+                    trials.assumptions,
+                ),
             )
         )
     return out
@@ -155,52 +147,105 @@ def _family(name: str) -> str:
 
 
 def low(ev: Evidence) -> list[Finding]:
+    """The first draft position is accepted far less than the method reaches: the upper
+    bound of a_1 is below ``fraction_of_reference`` of the reference (``reference.toml``,
+    by method and model). With the method not stated, a learned drafter is assumed (MTP,
+    EAGLE, a draft model and DFlash all reach ``unknown_method_a1`` or so), and the finding
+    says so; n-gram and suffix lookups are judged only when named (their scale is lower)."""
     out = []
     cfg = ev.config["low_acceptance"]
-    z = ev.config["evidence"]["z"]
-    zero = ev.config["zero_acceptance"]["max_rate"]
+    zero_rate = ev.config["zero_acceptance"]["max_rate"]
     for run_id, agg in ev.per_run.items():
         run = ev.runs.get(run_id, {})
+        trials = trials_of(ev, run_id, agg)
+        if trials is None or trials.rate <= zero_rate:
+            continue  # nothing to judge, or zero_acceptance speaks for it
         method = method_of(run)
-        curve = agg.get("per_position") or []
-        if method is None or not curve or not enough_drafts(ev, agg):
+        assumptions = list(trials.assumptions)
+        if method is None:
+            ref, source = float(cfg["unknown_method_a1"]), "learned drafters in general"
+            assumptions.append(
+                "the method is not stated: a learned drafter (MTP, EAGLE, draft model, DFlash)"
+            )
+            workload, expected_method = "any", "a learned drafter"
+        else:
+            entry = _reference_for(ev.reference, method, run.get("model"), agg.get("k"))
+            ref_a1 = _a1_of(entry) if entry else None
+            if entry is None or ref_a1 is None:
+                continue
+            ref, source = ref_a1, str(entry.get("source", "reference table"))
+            workload, expected_method = str(entry.get("workload", "")), method
+        a1 = _FirstPosition(agg, trials)
+        test = BoundTest("upper bound of a1", a1.upper, cfg["fraction_of_reference"] * ref)
+        level = strength(ev, test.holds)
+        if level is None:
             continue
-        if (agg.get("acceptance_rate") or 0) <= zero:
-            continue  # zero_acceptance speaks for it
-        entry = _reference_for(ev.reference, method, run.get("model"), agg.get("k"))
-        if entry is None or entry.get("a1") is None:
-            continue
-        counts = agg.get("accepted_per_pos") or []
-        a1, drafts = curve[0], drafts_of(agg)
-        low, high = wilson(counts[0], drafts, z) if counts else (a1, a1)
-        ref = float(entry["a1"])
-        if high >= cfg["fraction_of_reference"] * ref:
-            continue
+        high = a1.upper(ev.config["evidence"]["z"])
         severity = Severity.CRITICAL if high < cfg["critical_fraction"] * ref else Severity.WARNING
-        rows = ev.spec_of(run_id)
         out.append(
             finding_for(
                 ev,
                 "low_acceptance",
                 severity,
                 run_id,
-                rows,
-                explanation=f"The first draft position is accepted {a1:.0%} of the time; {method} "
-                f"usually reaches about {ref:.0%} there ({entry.get('workload', '')}). "
-                f"Source: {entry.get('source', 'reference table')}.",
+                ev.spec_of(run_id),
+                explanation="The first draft position is accepted about "
+                f"{a1.point:.0%} of the time; {expected_method} usually reaches about "
+                f"{ref:.0%} there"
+                f"{f' ({workload})' if workload else ''}. Source: {source}.",
                 next_step="compare with a run on the unquantized target and with prefix "
                 "caching off; check that the drafter was trained for this exact target and "
-                "chat template",
+                "chat template"
+                + (
+                    "; if this is n-gram or suffix decoding, say so (--set spec_method=ngram): "
+                    "lookups are judged on their own scale"
+                    if method is None
+                    else ""
+                ),
                 measured={
-                    "a1": a1,
-                    "a1_interval": [low, high],
+                    "a1": a1.point,
+                    "a1_upper": high,
                     "mean_acceptance_length": agg.get("mean_acceptance_length"),
                 },
-                expected={"a1": ref, "method": method},
-                sample={"drafts": drafts},
+                expected={"a1": ref, "method": expected_method},
+                sample={"drafts": round(trials.drafts)},
+                confidence=confidence(
+                    ev,
+                    level,
+                    test.said,
+                    {"drafts": round(trials.drafts)},
+                    assumptions,
+                ),
             )
         )
     return out
+
+
+def _a1_of(entry: Mapping[str, Any]) -> float | None:
+    if entry.get("a1") is not None:
+        return float(entry["a1"])
+    positions = entry.get("positions")
+    return float(positions[0]) if positions else None
+
+
+class _FirstPosition:
+    """The first position's acceptance: its point and its upper bound at a z. From its own
+    count where the log gives per-position counts; otherwise from the mean, a_1 being at
+    most the accepted tokens per draft (the curve only falls)."""
+
+    def __init__(self, agg: Mapping[str, Any], trials: Trials) -> None:
+        counts = agg.get("accepted_per_pos") or []
+        drafts = agg.get("drafts")
+        self.count = counts[0] if counts and counts[0] is not None and drafts else None
+        self.drafts, self.trials = drafts, trials
+        self.point = (
+            self.count / drafts if self.count is not None else min(1.0, trials.rate * trials.k)
+        )
+
+    def upper(self, z: float) -> float:
+        if self.count is not None and self.drafts:
+            return wilson(self.count, self.drafts, z)[1]
+        return min(1.0, self.trials.upper(z) * self.trials.k)
 
 
 def _reference_for(
@@ -212,7 +257,59 @@ def _reference_for(
             continue
         if e.get("model") and (not model or e["model"].lower() not in model.lower()):
             continue
-        score = (1 if e.get("model") else 0) + (1 if e.get("k") == k else 0)
+        # An entry that gives a first-position rate is the one to compare with.
+        score = (2 if _a1_of(e) is not None else 0) + (1 if e.get("model") else 0)
+        score += 1 if e.get("k") == k else 0
         if best is None or score > best[0]:
             best = (score, e)
     return best[1] if best else None
+
+
+def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
+    """Runs about which no detector could say anything and whose acceptance is still
+    uncertain (its interval wider than ``tell_apart``), with what would settle it."""
+    out = []
+    cfg = ev.config["evidence"]
+    z, width = cfg["z"], cfg["tell_apart"]
+    done = {part for run_ids in judged for part in run_ids.split(",")}
+    for run_id, agg in ev.per_run.items():
+        if run_id in done:
+            continue
+        trials = trials_of(ev, run_id, agg)
+        if trials is None:
+            continue
+        low_, high = trials.interval(z)
+        if high - low_ <= width and not trials.assumptions:
+            continue  # narrow enough, and no detector objected: nothing to report
+        need = drafts_to_tell(trials.rate, width, z)
+        more = max(need - round(trials.drafts), 0)
+        lo_rate, hi_rate = max(trials.rate - width / 2, 0.0), min(trials.rate + width / 2, 1.0)
+        settle = (
+            f"about {more:,} more drafts would tell {lo_rate:.0%} from {hi_rate:.0%}"
+            if more
+            else "counted drafts (a log that prints Accepted/Drafted) would settle it"
+        )
+        out.append(
+            finding_for(
+                ev,
+                "insufficient_data",
+                Severity.INFO,
+                run_id,
+                ev.spec_of(run_id),
+                explanation=f"Acceptance here is {trials.rate:.0%} somewhere between "
+                f"{low_:.0%} and {high:.0%} ({coverage(z)}): too uncertain to call it low or "
+                f"healthy; {settle}.",
+                next_step="collect more intervals (a longer log, a longer pull) before judging",
+                measured={"acceptance_rate": trials.rate, "interval": [low_, high]},
+                expected={"interval narrower than": width},
+                sample={"drafts": round(trials.drafts), "records": agg["records"]},
+                confidence=confidence(
+                    ev,
+                    "likely",
+                    f"{coverage(z)} interval {low_:.0%}-{high:.0%} wider than {width:.0%}",
+                    {"drafts": round(trials.drafts)},
+                    trials.assumptions,
+                ),
+            )
+        )
+    return out

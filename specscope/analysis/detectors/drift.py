@@ -8,8 +8,8 @@ from specscope.analysis.evidence import (
     Evidence,
     finding_for,
 )
-from specscope.analysis.findings import Finding, Severity
-from specscope.stats import drift_split
+from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.stats import coverage, drift_split
 
 
 def drift(ev: Evidence) -> list[Finding]:
@@ -33,6 +33,9 @@ def drift(ev: Evidence) -> list[Finding]:
         best = drift_split(drafts, tokens, accepted, need, cfg["min_change"], z)
         if best is None:
             continue
+        certain = drift_split(
+            drafts, tokens, accepted, need, cfg["min_change"], ev.config["evidence"]["z_certain"]
+        )
         r1, r2, i = best
         total_d = int(drafts[-1])
         when = rows[i]["ts"][0] or rows[i]["line"][0]
@@ -54,6 +57,13 @@ def drift(ev: Evidence) -> list[Finding]:
                     "drafts_before": int(drafts[i - 1]),
                     "drafts_after": total_d - int(drafts[i - 1]),
                 },
+                confidence=Confidence(
+                    "certain" if certain is not None else "likely",
+                    "the two parts' "
+                    f"{coverage(ev.config['evidence']['z_certain'] if certain else z)}"
+                    " intervals do not overlap",
+                    {"drafts": total_d},
+                ),
             )
         )
     return out

@@ -8,7 +8,7 @@ from specscope.analysis.evidence import (
     Evidence,
     scalar,
 )
-from specscope.analysis.findings import Finding, Severity
+from specscope.analysis.findings import Confidence, Finding, Severity
 
 _EVENT_SEVERITY = {
     "engine_core_fatal": Severity.CRITICAL,
@@ -73,6 +73,7 @@ def errors(ev: Evidence) -> list[Finding]:
                 f"{group['message'][0][:160]}",
                 next_step=step,
                 measured={"code": code, "count": group.height},
+                confidence=Confidence("certain", "the log says so"),
             )
         )
     return out

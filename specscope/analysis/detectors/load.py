@@ -3,18 +3,24 @@ a KV cache too full to take more sequences."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import polars as pl
 
 from specscope.analysis.evidence import (
+    BoundTest,
     Evidence,
+    below,
+    below_test,
+    confidence,
     counts_of,
     finding_for,
     scalar,
+    strength,
 )
-from specscope.analysis.findings import Finding, Severity
-from specscope.stats import rate_interval
+from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.stats import wilson
 
 
 def _setups(ev: Evidence) -> dict[tuple[Any, ...], list[str]]:
@@ -31,7 +37,6 @@ def concurrency(ev: Evidence) -> list[Finding]:
     out = []
     cfg = ev.config["concurrency_collapse"]
     need = ev.config["evidence"]["min_drafts_per_side"]
-    z = ev.config["evidence"]["z"]
     usable = (
         pl.col("drafts").is_not_null()
         & pl.col("running_reqs").is_not_null()
@@ -49,9 +54,8 @@ def concurrency(ev: Evidence) -> list[Finding]:
             continue
         if many["rate"] is None or many["rate"] >= cfg["max_ratio"] * one["rate"]:
             continue
-        lo1, _ = rate_interval(one["accepted"], one["drafts"], one["k"], z)
-        _, hi2 = rate_interval(many["accepted"], many["drafts"], many["k"], z)
-        if hi2 >= lo1 or reported & set(group):
+        level = below(ev, many, one)
+        if level is None or reported & set(group):
             continue
         reported |= set(group)
         run_id = group[0] if len(group) == 1 else ",".join(group)
@@ -72,6 +76,12 @@ def concurrency(ev: Evidence) -> list[Finding]:
                 measured={"rate_one_running": one["rate"], "rate_two_or_more": many["rate"]},
                 expected={"rate_two_or_more above": cfg["max_ratio"] * one["rate"]},
                 sample={"drafts_one": one["drafts"], "drafts_two_or_more": many["drafts"]},
+                confidence=confidence(
+                    ev,
+                    level,
+                    below_test(many, one, ("with two or more running", "with one")),
+                    {"drafts": one["drafts"] + many["drafts"]},
+                ),
             )
         )
     return out
@@ -119,6 +129,11 @@ def no_speedup(ev: Evidence) -> list[Finding]:
                 measured={"speedup": ratio, "output_throughput": s["output_throughput"]},
                 expected={"speedup above": limit, "baseline_output_throughput": baseline},
                 sample={"baseline_results": peers.height},
+                # One result each, no spread: the ratio's size is all there is to go on.
+                confidence=Confidence(
+                    "certain" if ratio <= 0.8 else "likely" if ratio <= 0.95 else "suggestive",
+                    f"one benchmark result against {peers.height}: {ratio:.2f}x",
+                ),
             )
         )
     return out
@@ -129,14 +144,22 @@ def kv_saturation(ev: Evidence) -> list[Finding]:
     cfg = ev.config["kv_cache_saturation"]
     for run_id in ev.runs:
         rows = ev.stats_of(run_id).filter(pl.col("kv_cache_usage").is_not_null())
-        if rows.height < 5:
-            continue
         full = rows.filter(
             (pl.col("kv_cache_usage") >= cfg["min_usage"])
             & (pl.col("waiting_reqs").fill_null(0) > 0)
         )
+        if full.is_empty():
+            continue
         share = full.height / rows.height
-        if share >= cfg["min_share"]:
+        # The share of intervals saturated, bounded like a proportion of the intervals.
+        test = BoundTest(
+            "lower bound of the share",
+            partial(_share_lower, full.height, rows.height),
+            cfg["min_share"],
+            above=True,
+        )
+        level = strength(ev, test.holds)
+        if level is not None:
             out.append(
                 finding_for(
                     ev,
@@ -152,6 +175,16 @@ def kv_saturation(ev: Evidence) -> list[Finding]:
                     measured={"share_saturated": share, "max_waiting": full["waiting_reqs"].max()},
                     expected={"share below": cfg["min_share"]},
                     sample={"intervals": rows.height},
+                    confidence=confidence(
+                        ev,
+                        level,
+                        test.said,
+                        {"intervals": rows.height},
+                    ),
                 )
             )
     return out
+
+
+def _share_lower(saturated: int, intervals: int, z: float) -> float:
+    return wilson(saturated, intervals, z)[0]

@@ -9,20 +9,21 @@ import polars as pl
 
 from specscope.analysis.evidence import (
     Evidence,
+    below,
+    below_test,
+    confidence,
     counts_of,
     finding_for,
     method_of,
     scalar,
 )
 from specscope.analysis.findings import Finding, Severity
-from specscope.stats import rate_interval
 
 
 def prefix_cache(ev: Evidence) -> list[Finding]:
     out = []
     cfg = ev.config["prefix_cache_penalty"]
     need = ev.config["evidence"]["min_drafts_per_side"]
-    z = ev.config["evidence"]["z"]
     by_setup: dict[tuple[Any, Any], dict[bool, list[str]]] = {}
     for run_id, run in ev.runs.items():
         caching = run.get("enable_prefix_caching")
@@ -39,9 +40,8 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
         on, off = counts_of(rows_on), counts_of(rows_off)
         if on["drafts"] < need or off["drafts"] < need or on["rate"] is None or off["rate"] is None:
             continue
-        _, hi_on = rate_interval(on["accepted"], on["drafts"], on["k"], z)
-        lo_off, _ = rate_interval(off["accepted"], off["drafts"], off["k"], z)
-        if off["rate"] - on["rate"] >= cfg["min_drop"] and hi_on < lo_off:
+        level = below(ev, on, off)
+        if off["rate"] - on["rate"] >= cfg["min_drop"] and level is not None:
             out.append(
                 finding_for(
                     ev,
@@ -58,6 +58,12 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
                     measured={"rate_caching_on": on["rate"], "rate_caching_off": off["rate"]},
                     expected={"difference below": cfg["min_drop"]},
                     sample={"drafts_on": on["drafts"], "drafts_off": off["drafts"]},
+                    confidence=confidence(
+                        ev,
+                        level,
+                        below_test(on, off, ("with caching on", "off")),
+                        {"drafts": on["drafts"] + off["drafts"]},
+                    ),
                 )
             )
     # Within a run: acceptance against the hit rate of the same interval.
@@ -91,9 +97,8 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
         if not spread or spread <= 0:
             continue
         slope = (high["rate"] - low["rate"]) / spread
-        _, hi_high = rate_interval(high["accepted"], high["drafts"], high["k"], z)
-        lo_low, _ = rate_interval(low["accepted"], low["drafts"], low["k"], z)
-        if slope <= -cfg["min_slope"] and hi_high < lo_low:
+        level = below(ev, high, low)
+        if slope <= -cfg["min_slope"] and level is not None:
             out.append(
                 finding_for(
                     ev,
@@ -112,6 +117,12 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
                     },
                     expected={"slope above": -cfg["min_slope"]},
                     sample={"drafts_low": low["drafts"], "drafts_high": high["drafts"]},
+                    confidence=confidence(
+                        ev,
+                        level,
+                        below_test(high, low, ("at higher hit rates", "at lower")),
+                        {"drafts": low["drafts"] + high["drafts"]},
+                    ),
                 )
             )
     return out
