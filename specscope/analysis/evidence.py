@@ -14,7 +14,7 @@ import polars as pl
 from specscope.acceptance import weighted_acceptance
 from specscope.analysis.findings import Confidence, Finding, Severity
 from specscope.errors import UsageError
-from specscope.stats import coverage, rate_interval
+from specscope.stats import one_sided, rate_interval
 from specscope.store import rollup
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config, load_reference
@@ -343,7 +343,7 @@ class BoundTest:
 
     def said(self, z: float) -> str:
         sign = ">=" if self.above else "<"
-        return f"{coverage(z)} {self.what} {self.bound(z):.1%} {sign} {self.threshold:.1%}"
+        return f"{one_sided(z)} {self.what} {self.bound(z):.1%} {sign} {self.threshold:.1%}"
 
 
 def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | None:
@@ -379,13 +379,13 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
 
 
 def strength(ev: Evidence, holds: Callable[[float], bool]) -> str | None:
-    """How strongly the data supports a claim: "certain" when it holds with the intervals
-    at ``z_certain``, "likely" when it holds at the configured ``z``, else None (the claim
-    is not made)."""
+    """How strongly the data supports a claim: "certain" when it holds with the bounds at
+    ``z_certain``, "likely" when it holds at ``z_claim``, else None (the claim is not
+    made). Claims are one-sided ("below X"), and so are their bounds."""
     cfg = ev.config["evidence"]
     if holds(cfg["z_certain"]):
         return "certain"
-    if holds(cfg["z"]):
+    if holds(cfg["z_claim"]):
         return "likely"
     return None
 
@@ -399,7 +399,7 @@ def confidence(
 ) -> Confidence:
     """A finding's confidence, its test told at the level that decided it."""
     cfg = ev.config["evidence"]
-    z = cfg["z_certain"] if level == "certain" else cfg["z"]
+    z = cfg["z_certain"] if level == "certain" else cfg["z_claim"]
     said = test if isinstance(test, str) else test(z)
     return Confidence(level, said, dict(sample), list(assumptions))
 
@@ -449,6 +449,22 @@ def below_test(
     def said(z: float) -> str:
         _, high = rate_interval(a["accepted"], a["drafts"], a["k"], z)
         low, _ = rate_interval(b["accepted"], b["drafts"], b["k"], z)
-        return f"{coverage(z)} upper bound {high:.1%} {names[0]} < lower bound {low:.1%} {names[1]}"
+        return (
+            f"{one_sided(z)} upper bound {high:.1%} {names[0]} < lower bound {low:.1%} {names[1]}"
+        )
 
     return said
+
+
+def nothing_accepted(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> bool:
+    """Is the run's first position at or under ``zero_acceptance.max_first``? Then it is
+    zero_acceptance's to judge, and the detectors of how much or where leave it alone."""
+    curve = agg.get("per_position") or []
+    if curve and curve[0] is not None:
+        first = float(curve[0])
+    else:
+        trials = trials_of(ev, run_id, agg)
+        if trials is None:
+            return False
+        first = min(1.0, trials.rate * trials.k)
+    return first <= ev.config["zero_acceptance"]["max_first"]

@@ -73,7 +73,7 @@ def errors(ev: Evidence) -> list[Finding]:
                 f"{group['message'][0][:160]}",
                 next_step=step,
                 measured={"code": code, "count": group.height},
-                confidence=Confidence("certain", "the log says so"),
+                confidence=Confidence("certain", "the log says so", {"events": group.height}),
             )
         )
     return out

@@ -133,6 +133,7 @@ def no_speedup(ev: Evidence) -> list[Finding]:
                 confidence=Confidence(
                     "certain" if ratio <= 0.8 else "likely" if ratio <= 0.95 else "suggestive",
                     f"one benchmark result against {peers.height}: {ratio:.2f}x",
+                    {"benchmark results": 1 + peers.height},
                 ),
             )
         )

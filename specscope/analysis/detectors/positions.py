@@ -19,6 +19,7 @@ from specscope.analysis.evidence import (
     confidence,
     finding_for,
     method_of,
+    nothing_accepted,
     strength,
 )
 from specscope.analysis.findings import Finding, Severity
@@ -61,8 +62,8 @@ def cliff(ev: Evidence) -> list[Finding]:
     cfg = ev.config["position_cliff"]
     for run_id, agg in ev.per_run.items():
         got = _positions(agg)
-        if got is None:
-            continue
+        if got is None or nothing_accepted(ev, run_id, agg):
+            continue  # nothing accepted anywhere: zero_acceptance speaks for it
         a, _, assumed = got
         drafts = agg.get("drafts")
         counts = agg.get("accepted_per_pos") or []
@@ -141,10 +142,9 @@ def k_too_large(ev: Evidence) -> list[Finding]:
     al. 2023: draft position k+1 while a(k+1) > c*S(k)) picks on that optimistic curve."""
     out = []
     cfg = ev.config["k_too_large"]
-    zero_rate = ev.config["zero_acceptance"]["max_rate"]
     for run_id, agg in ev.per_run.items():
         got = _positions(agg)
-        if got is None or (agg.get("acceptance_rate") or 0) <= zero_rate:
+        if got is None or nothing_accepted(ev, run_id, agg):
             continue
         a, bounds, assumed = got
         k = len(a)
