@@ -97,6 +97,13 @@ def coverage(z: float) -> str:
     return f"{share:.1f}%".replace(".0%", "%") if share < 99.95 else f"{share:.2f}%"
 
 
+def one_sided(z: float) -> str:
+    """A z as the level of a one-sided bound: 1.645 -> "95% one-sided"."""
+    share = (1 + math.erf(z / math.sqrt(2))) / 2 * 100
+    text = f"{share:.1f}%".replace(".0%", "%") if share < 99.95 else f"{share:.2f}%"
+    return f"{text} one-sided"
+
+
 def drafts_to_tell(rate: float, width: float, z: float) -> int:
     """About how many drafts make the interval of a rate near ``rate`` ``width`` wide (so
     that it tells apart two rates ``width`` apart): n = z² p(1-p) / (width/2)²."""

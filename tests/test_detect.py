@@ -288,7 +288,9 @@ def test_config_overrides_thresholds(cli, tmp_path):
     cli("ingest", INT4, "--store", store)
     config = tmp_path / "detect.toml"
     # Demanding far wider intervals: nothing can be claimed, every run is insufficient data.
-    config.write_text("[evidence]\nz = 60.0\nz_certain = 80.0\nmin_drafts_per_side = 100000\n")
+    config.write_text(
+        "[evidence]\nz = 60.0\nz_claim = 60.0\nz_certain = 80.0\nmin_drafts_per_side = 100000\n"
+    )
     data = json.loads(cli("detect", "--store", store, "--config", config, "--json").out)
     assert {d["kind"] for d in data} == {"insufficient_data"}
     config.write_text("[nonsense]\nx = 1\n")
