@@ -7,7 +7,6 @@ Domain errors become one line on stderr and the exit status their class names
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import traceback
@@ -24,7 +23,10 @@ from specscope.analysis.compare import comparison_text
 from specscope.analysis.detectors import detect as run_detect
 from specscope.analysis.findings import Severity
 from specscope.analysis.runs import runs_overview
+from specscope.cli.options import JsonOption, StoreOption, fail, print_json
 from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
+from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
+from specscope.cli.triage import triage
 from specscope.cli.watch import watch as run_watch
 from specscope.durations import parse_duration
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
@@ -49,26 +51,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-StoreOption = Annotated[
-    Path,
-    typer.Option(
-        "--store",
-        envvar="SPECSCOPE_STORE",
-        help=f"Store directory (default ./{DEFAULT_STORE}, or $SPECSCOPE_STORE).",
-        show_default=False,
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
-
-
-def _fail(exc: SpecscopeError) -> typer.Exit:
-    typer.echo(f"specscope: error: {exc.one_line()}", err=True)
-    return typer.Exit(int(exc.exit_status))
-
+# The first command a user needs: from a paste to a verdict (and a report) in one step.
+app.command(epilog=TRIAGE_EXAMPLES)(triage)
 
 PROGRESS_BYTES = 50_000_000  # logs smaller than this are read before a bar would help
 
@@ -161,9 +145,9 @@ def ingest(
                 jobs=jobs,
             )
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         typer.echo(ingest_text(report))
     for error in report.errors:
@@ -227,14 +211,14 @@ def pull(
             insecure=insecure,
         )
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     _print_pull(report, as_json, "what came before is stored and the next pull starts there")
 
 
 def _print_pull(report: PullReport, as_json: bool, kept: str) -> None:
     """A pull's or a scrape's report; a window that failed is exit 10, after the report."""
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         typer.echo(pull_text(report))
     if report.failed:
@@ -273,7 +257,7 @@ def scrape(
             timeout=timeout,
         )
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     _print_pull(report, as_json, "the polls before are stored")
 
 
@@ -314,11 +298,11 @@ def detect(
             reference=load_reference(reference),
         )
     except ValueError as exc:
-        raise _fail(UsageError(str(exc))) from exc
+        raise fail(UsageError(str(exc))) from exc
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     if as_json:
-        _print_json([f.to_dict() for f in found])
+        print_json([f.to_dict() for f in found])
     else:
         typer.echo("\n\n".join(finding_text(f) for f in found) if found else "no findings")
     if threshold is not None and any(f.severity >= threshold for f in found):
@@ -341,9 +325,9 @@ def advise(
     try:
         items = run_advise(open_store(store), run_ids=run, cost=cost_ratio)
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     if as_json:
-        _print_json([a.to_dict() for a in items])
+        print_json([a.to_dict() for a in items])
     else:
         typer.echo(advice_text(items))
 
@@ -387,15 +371,15 @@ def report(
             open_store(store), run_ids=run, redactor=redactor, with_charts=not as_json
         )
         if as_json:
-            _print_json(built.to_dict())
+            print_json(built.to_dict())
             return
         if out is None:
             raise UsageError("--out report.md or --out report.html is needed (or --json)")
         path = write_report(built, out)
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     except OSError as exc:
-        raise _fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
+        raise fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
     typer.echo(
         f"wrote {path} ({len(built.findings)} findings, {len(built.charts)} charts). "
         f"{built.redaction}"
@@ -417,9 +401,9 @@ def compare(
     try:
         result = run_compare(open_store(store), run_a, run_b)
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     if as_json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
         typer.echo(comparison_text(result))
 
@@ -446,14 +430,14 @@ def rules(
     try:
         text = rules_yaml(str(config) if config else None, selector)
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     if out is None:
         typer.echo(text, nl=False)
         return
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise _fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
+        raise fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
     typer.echo(f"wrote {out}")
 
 
@@ -477,7 +461,7 @@ def watch(
     try:
         summary = run_watch(source, interval=parse_duration(interval).total_seconds(), store=store)
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     typer.echo(summary)
 
 
@@ -489,10 +473,10 @@ def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) 
     try:
         frame = runs_overview(open_store(store))
     except SpecscopeError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     rows = frame.to_dicts()
     if as_json:
-        _print_json(rows)
+        print_json(rows)
     else:
         typer.echo(runs_text(rows))
 
@@ -509,7 +493,7 @@ def formats(
     """List the log formats specscope reads (one definition each under parsers/)."""
     defs = load_definitions()
     if as_json:
-        _print_json(
+        print_json(
             [
                 {
                     "name": d.name,

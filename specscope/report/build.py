@@ -21,13 +21,14 @@ from specscope.analysis.advise import advice_of
 from specscope.analysis.detectors import findings_of
 from specscope.analysis.evidence import gather
 from specscope.analysis.factors import what_moves
-from specscope.analysis.findings import Finding, Severity, json_safe
+from specscope.analysis.findings import Finding, json_safe
+from specscope.analysis.verdict import verdict_of
 from specscope.errors import SpecscopeError
 from specscope.logs.source import unhashed
 from specscope.report import charts
 from specscope.report.redact import Redactor
 from specscope.store.reading import Store
-from specscope.thresholds import load_config
+from specscope.thresholds import Config, load_config
 
 EVIDENCE_LINES = 3
 RUN_COLUMNS = (
@@ -83,10 +84,12 @@ def build_report(
     run_ids: Iterable[str] | None = None,
     redactor: Redactor | None = None,
     with_charts: bool = True,
+    config: Config | None = None,
+    reference: list[dict[str, Any]] | None = None,
 ) -> Report:
     red = redactor or Redactor()
     ids = list(run_ids or [])
-    ev = gather(store, run_ids=ids or None, config=load_config())
+    ev = gather(store, run_ids=ids or None, config=config or load_config(), reference=reference)
     found = findings_of(ev)
     paths = {r["source_id"]: r["path"] for r in store.sources.collect().to_dicts()}
     runs = []
@@ -138,7 +141,7 @@ def build_report(
             )
     advice = [a.to_dict() for a in advice_of(ev)]
     report = Report(
-        verdict=_verdict(runs, found),
+        verdict=verdict_of(ev, found),
         runs=runs,
         findings=findings,
         per_position=per_position,
@@ -199,27 +202,6 @@ def _evidence_lines(
         for start, lines in read.items():
             starts[start].extend(line.rstrip("\r")[:400] for line in lines)
     return [wanted[k[0]][k[1]] if k else [] for k in keys]
-
-
-def _verdict(runs: list[dict[str, Any]], found: list[Finding]) -> str:
-    n_runs = len(runs)
-    drafts = sum(r.get("drafts") or 0 for r in runs)
-    worst = [f for f in found if f.severity == Severity.CRITICAL] or [
-        f for f in found if f.severity == Severity.WARNING
-    ]
-    head = f"{n_runs} run{'s' if n_runs != 1 else ''}, {drafts:,} drafts observed."
-    if not worst:
-        return (
-            head + " No warning or critical finding: speculative decoding behaves as its "
-            "method and configuration lead one to expect."
-        )
-    kinds = sorted({f.kind for f in worst})
-    first = worst[0]
-    return (
-        f"{head} {len(worst)} {first.severity!s} finding{'s' if len(worst) != 1 else ''} "
-        f"({', '.join(kinds)}). The most serious: {first.kind} in run {first.run_id}. "
-        f"{first.explanation.split('. ')[0]}."
-    )
 
 
 # The columns what_moves reads: filters over millions of rows copy only these.

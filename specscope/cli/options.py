@@ -1,0 +1,35 @@
+"""What the commands share: the store and JSON options, and how a domain error ends one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from specscope.errors import SpecscopeError
+from specscope.store.layout import DEFAULT_STORE
+
+StoreOption = Annotated[
+    Path,
+    typer.Option(
+        "--store",
+        envvar="SPECSCOPE_STORE",
+        help=f"Store directory (default ./{DEFAULT_STORE}, or $SPECSCOPE_STORE).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+
+
+def fail(exc: SpecscopeError) -> typer.Exit:
+    typer.echo(f"specscope: error: {exc.one_line()}", err=True)
+    return typer.Exit(int(exc.exit_status))
+
+
+__all__ = ["JsonOption", "StoreOption", "fail", "print_json"]
