@@ -29,11 +29,20 @@ def test_command_help_has_an_example(cli, command):
     assert f"specscope {command}" in r.out
 
 
-def test_readme_opens_with_install_and_test_commands():
+def test_readme_opens_with_install_and_test_commands(cli, tmp_path):
+    """README's first command is the one-step triage on a fixture that ships, and it works
+    as printed (from the repository's root, writing its report)."""
     first = [line.strip() for line in README.splitlines()[1:6] if line.strip()]
-    assert first[0].startswith("pip install . && specscope ingest fixtures/")
-    assert (ROOT / first[0].split()[-1]).is_file()
+    assert first[0].startswith("pip install . && specscope triage fixtures/")
+    command = first[0].split(" && ", 1)[1].split()
+    assert command[:2] == ["specscope", "triage"] and (ROOT / command[2]).is_file()
     assert "pytest" in first[1]
+    args = [str(ROOT / a) if a.startswith("fixtures/") else a for a in command[2:]]
+    r = cli("triage", *args)
+    assert r.status == 0 and "zero_acceptance" in r.out
+    out = tmp_path / command[command.index("--out") + 1]
+    assert out.is_file() and "## Findings" in out.read_text(encoding="utf-8")
+    assert not (tmp_path / "specscope-data").exists()  # a throw-away store
 
 
 def test_public_api_is_documented():

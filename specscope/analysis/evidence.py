@@ -336,6 +336,7 @@ class BoundTest:
     bound: Callable[[float], float]
     threshold: float
     above: bool = False
+    percent: bool = True  # a share, shown as a percentage (else a number of tokens)
 
     def holds(self, z: float) -> bool:
         value = self.bound(z)
@@ -343,7 +344,9 @@ class BoundTest:
 
     def said(self, z: float) -> str:
         sign = ">=" if self.above else "<"
-        return f"{one_sided(z)} {self.what} {self.bound(z):.1%} {sign} {self.threshold:.1%}"
+        form = "{:.1%}" if self.percent else "{:.2f}"
+        value, threshold = form.format(self.bound(z)), form.format(self.threshold)
+        return f"{one_sided(z)} {self.what} {value} {sign} {threshold}"
 
 
 def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | None:

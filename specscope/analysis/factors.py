@@ -14,6 +14,8 @@ from specscope.analysis.findings import json_safe
 from specscope.stats import newcombe, wilson
 
 FACTORS = (
+    "load",  # the run's typical requests running (see _load)
+    "source",  # which log (or server) the run came from
     "enable_prefix_caching",
     "quantization",
     "hardware",
@@ -31,14 +33,23 @@ def what_moves(
     """Per factor: weighted acceptance per value, and the effect where two runs differ in
     that factor alone (matched pairs); where no such pair exists, what it is confounded with."""
     per_run: dict[str, dict[str, float]] = {}
+    loads: dict[str, str | None] = {}
+    running = pl.col("running_reqs") if "running_reqs" in spec.columns else pl.lit(None)
     for row in (
         spec.filter(pl.col("drafts").is_not_null())
         .group_by("run_id")
-        .agg(pl.col("accepted_tokens").sum(), pl.col("draft_tokens").sum(), pl.col("drafts").sum())
+        .agg(
+            pl.col("accepted_tokens").sum(),
+            pl.col("draft_tokens").sum(),
+            pl.col("drafts").sum(),
+            running.median().alias("running"),
+        )
         .to_dicts()
     ):
         if row["draft_tokens"]:
             per_run[row["run_id"]] = row
+            loads[row["run_id"]] = _load(row["running"])
+    runs = {r: {**runs.get(r, {}), "load": loads.get(r)} for r in per_run}
     out = []
     for factor in FACTORS:
         values: dict[Any, list[str]] = {}
@@ -76,8 +87,11 @@ def what_moves(
         for ids in alike.values():
             for a, b in itertools.combinations(ids, 2):
                 va, vb = runs[a].get(factor), runs[b].get(factor)
-                if va != vb:
-                    pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb, z))
+                if va == vb:
+                    continue
+                if str(va) > str(vb):  # every pair in one direction, so effects compare
+                    a, b, va, vb = b, a, vb, va
+                pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb, z))
         pairs.sort(key=lambda p: (p["run_a"], p["run_b"]))
         confounded = (
             sorted(
@@ -127,3 +141,17 @@ def _pair(
 
 
 __all__ = ["FACTORS", "what_moves"]
+
+
+def _load(median_running: float | None) -> str | None:
+    """A run's load as a factor: its median requests running, in bands (acceptance moves
+    with batching between one request and several, far less among many)."""
+    if median_running is None:
+        return None
+    if median_running <= 1:
+        return "1 request"
+    if median_running <= 3:
+        return "2-3 requests"
+    if median_running <= 8:
+        return "4-8 requests"
+    return "more than 8 requests"

@@ -32,7 +32,7 @@ from specscope.thresholds import Config, load_config
 
 EVIDENCE_LINES = 3
 RUN_COLUMNS = (
-    ("run", "run"),
+    ("run", "run"),  # the human label: file, lines, method and k, --label
     ("server", "server"),
     ("version", "vllm_version"),
     ("model", "model"),
@@ -46,7 +46,10 @@ RUN_COLUMNS = (
     ("drafts", "drafts"),
     ("acceptance", "acceptance_rate"),
     ("τ", "mean_acceptance_length"),
+    ("id (for --run)", "run_id"),
 )
+# Shown whether the log filled them or not: what a run is and what it measured.
+_ALWAYS = ("run", "drafts", "acceptance_rate", "mean_acceptance_length", "run_id")
 
 
 @dataclass
@@ -60,6 +63,11 @@ class Report:
     charts: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     redaction: str = ""
     generated: str = ""
+    columns: list[tuple[str, str]] = field(default_factory=lambda: list(RUN_COLUMNS))
+    not_in_log: list[str] = field(default_factory=list)  # run columns no run filled
+    quiet: list[str] = field(default_factory=list)  # launches with no spec-decode record
+    captions: dict[str, str] = field(default_factory=dict)  # chart name: what to look at
+    chart_notes: list[str] = field(default_factory=list)  # charts not drawn, and why
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,7 +77,12 @@ class Report:
             "per_position": self.per_position,
             "advice": self.advice,
             "what_moves_acceptance": self.moves,
-            "charts": [{"name": n, "title": t} for n, t, _ in self.charts],
+            "charts": [
+                {"name": n, "title": t, "caption": self.captions.get(n)} for n, t, _ in self.charts
+            ],
+            "chart_notes": self.chart_notes,
+            "not_in_log": self.not_in_log,
+            "launches_without_records": self.quiet,
             "redaction": self.redaction,
             "generated": self.generated,
         }
@@ -92,8 +105,14 @@ def build_report(
     ev = gather(store, run_ids=ids or None, config=config or load_config(), reference=reference)
     found = findings_of(ev)
     paths = {r["source_id"]: r["path"] for r in store.sources.collect().to_dicts()}
-    runs = []
+    shown = {p: display_path(p) if red.enabled else p for p in paths.values()}
+    red.known_paths.update(shown)
+    with_records = set(ev.per_run) | set(ev.bench["run_id"].to_list())
+    runs, quiet = [], []
     for run_id, run in ev.runs.items():
+        if run_id not in with_records:
+            quiet.append(red(_label(run, shown)) or run_id)
+            continue
         agg = ev.per_run.get(run_id, {})
         runs.append(
             {
@@ -104,8 +123,8 @@ def build_report(
                     "accepted_tokens": agg.get("accepted_tokens"),
                     "acceptance_rate": agg.get("acceptance_rate"),
                     "mean_acceptance_length": agg.get("mean_acceptance_length"),
-                    "run": run_id,
-                    "label": _label(run),
+                    "run": _label(run, shown),
+                    "label": _label(run, shown),
                 },
             }
         )
@@ -116,6 +135,7 @@ def build_report(
             "draft_model",
             "source",
             "label",
+            "run",
             "hardware",
             "config",
             "pids",
@@ -123,6 +143,12 @@ def build_report(
         ):
             if isinstance(row.get(key), str):
                 row[key] = red(row[key])
+    columns = [
+        (head, key)
+        for head, key in RUN_COLUMNS
+        if key in _ALWAYS or any(r.get(key) is not None for r in runs)
+    ]
+    not_in_log = [head for head, key in RUN_COLUMNS if (head, key) not in columns] if runs else []
     evidence = _evidence_lines(found, ev.runs, paths)
     findings = [_finding_dict(f, red, lines) for f, lines in zip(found, evidence, strict=True)]
     per_position = []
@@ -131,7 +157,7 @@ def build_report(
             per_position.append(
                 {
                     "run": run_id,
-                    "label": red(_label(ev.runs.get(run_id, {}))),
+                    "label": red(_label(ev.runs.get(run_id, {}), shown)),
                     "drafts": agg.get("drafts"),
                     "k": agg.get("k"),
                     "accepted_per_pos": agg.get("accepted_per_pos"),
@@ -146,32 +172,60 @@ def build_report(
         findings=findings,
         per_position=per_position,
         advice=advice,
-        moves=what_moves(ev.spec.select(_COUNTS), ev.runs, z=ev.config["evidence"]["z"]),
+        moves=what_moves(
+            ev.spec.select(_COUNTS),
+            {
+                r: {**run, "source": shown.get(run.get("source") or "", run.get("source"))}
+                for r, run in ev.runs.items()
+            },
+            z=ev.config["evidence"]["z"],
+        ),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
+    report.columns, report.not_in_log, report.quiet = columns, not_in_log, quiet
     if with_charts:
-        report.charts = _charts(
+        report.charts, report.captions, report.chart_notes = _charts(
             ev.spec.select(charts.READS), per_position, runs, red, z=ev.config["evidence"]["z"]
         )
     report.redaction = red.summary()
     return report
 
 
-def _label(run: Mapping[str, Any]) -> str:
-    bits = [str(run.get("run_id", "?"))]
-    for key in ("spec_method", "quantization", "label"):
-        if run.get(key):
-            bits.append(str(run[key]))
+def display_path(path: str) -> str:
+    """A source path as a public report shows it: under the current folder, the path from
+    there; elsewhere, the file name alone (a CI workspace or a home folder says too much)."""
+    if "://" in path:
+        return path  # a Prometheus or /metrics source: its URL holds no credentials
+    here = Path.cwd().resolve()
+    try:
+        return str(Path(path).resolve().relative_to(here))
+    except ValueError:
+        return Path(path).name
+
+
+def _label(run: Mapping[str, Any], shown: Mapping[str, str]) -> str:
+    """Who a run is, for a reader: its file and lines, its method and k, its --label."""
+    source = str(run.get("source") or "?")
+    where = shown.get(source, source)
+    if run.get("first_line") is not None:
+        where += f":{run['first_line']}-{run.get('last_line') or run['first_line']}"
+    bits = [where]
+    if run.get("spec_method"):
+        bits.append(str(run["spec_method"]))
     if run.get("k"):
         bits.append(f"k={run['k']}")
+    if run.get("quantization"):
+        bits.append(str(run["quantization"]))
+    if run.get("label"):
+        bits.append(f"({run['label']})")
     return " ".join(bits)
 
 
 def _finding_dict(f: Finding, red: Redactor, evidence: list[str]) -> dict[str, Any]:
     d = f.to_dict()
+    d["source"] = red(f.source)
     d["explanation"] = red(f.explanation)
     d["next_step"] = red(f.next_step)
-    d["source"] = red(f.source)
     d["evidence"] = [red(line) for line in evidence]
     return d
 
@@ -205,7 +259,31 @@ def _evidence_lines(
 
 
 # The columns what_moves reads: filters over millions of rows copy only these.
-_COUNTS = ("run_id", "drafts", "draft_tokens", "accepted_tokens")
+_COUNTS = ("run_id", "drafts", "draft_tokens", "accepted_tokens", "running_reqs")
+
+
+# What each chart is for, told under it: a reader should know where to look.
+CAPTIONS = {
+    "per_position": "Each line is a run: the share of drafts whose position i was accepted "
+    "(unconditional, so it can only fall). A line that drops to zero at one position is a "
+    "cliff; a long tail near zero is drafting that does not pay.",
+    "over_time": "Acceptance of each logging interval (lines) and the requests running "
+    "(bars). Look for a level that changes mid-run, or that falls as more requests run.",
+    "running": "Acceptance by requests running, from summed counts with 95% intervals: a "
+    "drop from one request to two or more is a concurrency collapse.",
+    "prefix_cache": "Acceptance by prefix-cache hit rate: a trend down means cached prefixes "
+    "hurt the drafter.",
+    "across_runs": "Each run's acceptance with its 95% interval: runs whose intervals do not "
+    "overlap accept differently.",
+}
+# Why a chart is not drawn, when it is not: said in a sentence instead.
+_NOT_DRAWN = {
+    "per_position": "no run prints per-position counts",
+    "over_time": "fewer than two intervals with timestamps",
+    "running": "acceptance was seen at only one number of requests running",
+    "prefix_cache": "no prefix-cache hit rate beside the spec-decode records",
+    "across_runs": "only one run",
+}
 
 
 def _charts(
@@ -215,21 +293,26 @@ def _charts(
     red: Redactor,
     *,
     z: float,
-) -> list[tuple[str, str, dict[str, Any]]]:
+) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, str], list[str]]:
+    """The charts that have something to show, what each shows, and a sentence for each
+    one left out."""
     built = [
         ("per_position", charts.per_position(per_position, red, z=z)),
-        ("over_time", charts.over_time(spec, red)),
+        ("over_time", charts.over_time(spec, red, {r["run_id"]: r["label"] for r in runs})),
         ("running", charts.against_running(spec, z=z)),
         ("prefix_cache", charts.against_prefix_cache(spec, red)),
         ("across_runs", charts.across_runs(runs, red, z=z)),
     ]
-    out = []
+    out, captions, notes = [], {}, []
     for name, chart in built:
-        if chart is not None:
-            spec_dict = chart.to_dict(validate=False)  # our own specs: tests validate them
-            title = spec_dict.get("title") or name
-            out.append((name, title if isinstance(title, str) else name, spec_dict))
-    return out
+        if chart is None:
+            notes.append(f"No {name.replace('_', ' ')} chart: {_NOT_DRAWN[name]}.")
+            continue
+        spec_dict = chart.to_dict(validate=False)  # our own specs: tests validate them
+        title = spec_dict.get("title") or name
+        out.append((name, title if isinstance(title, str) else name, spec_dict))
+        captions[name] = CAPTIONS[name] + str(spec_dict.get("usermeta", {}).get("note", ""))
+    return out, captions, notes
 
 
 # -- Markdown -------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ as markup."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import altair as alt
@@ -71,17 +71,28 @@ READS = (
 )
 
 
-def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
-    """Each interval's acceptance rate, with the running requests of its engine stats."""
+def over_time(
+    spec: pl.DataFrame, redact: Redact, labels: Mapping[str, str] | None = None
+) -> alt.LayerChart | None:
+    """Each interval's acceptance rate, with the running requests of its engine stats. Runs
+    far apart in time (launches pasted from different days) are drawn each from its own
+    start, so that the data fills the chart instead of two slivers of a long axis."""
     rows = spec.filter(pl.col("ts").is_not_null() & (pl.col("draft_tokens") > 0))
+    if rows.height < 2:
+        return None
+    spans = rows.group_by("run_id").agg(
+        pl.col("ts").min().alias("start"), pl.col("ts").max().alias("end")
+    )
+    starts: list[datetime] = spans["start"].to_list()
+    ends: list[datetime] = spans["end"].to_list()
+    longest = max(e - s for s, e in zip(starts, ends, strict=True))
+    apart = len(starts) > 1 and max(starts) - min(starts) > max(timedelta(hours=1), 3 * longest)
     if rows.height > MAX_POINTS:
         # Inline data must stay small enough for a page: merge neighbouring intervals into
         # time buckets, summing counts before dividing as everywhere else.
-        first, last = rows["ts"].min(), rows["ts"].max()
-        assert isinstance(first, datetime) and isinstance(last, datetime)  # ts: not null here
-        span = (last - first).total_seconds()
-        per_run = max(2, MAX_POINTS // max(1, rows["run_id"].n_unique()))
-        bucket = f"{max(1, math.ceil(span / per_run))}s"
+        span = longest if apart else max(ends) - min(starts)
+        per_run = max(2, MAX_POINTS // max(1, spans.height))
+        bucket = f"{max(1, math.ceil(span.total_seconds() / per_run))}s"
         rows = (
             rows.with_columns(pl.col("ts").dt.truncate(bucket))
             .group_by("run_id", "ts")
@@ -92,16 +103,21 @@ def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
             )
             .sort("ts")
         )
-    rows = rows.select(
+    rows = rows.join(spans.select("run_id", "start"), on="run_id", how="left").select(
         pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("time"),
+        ((pl.col("ts") - pl.col("start")).dt.total_seconds() / 60).alias("minutes"),
         (pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance"),
         pl.col("running_reqs"),
-        pl.col("run_id").alias("run"),
+        pl.col("run_id").cast(pl.String).alias("run"),
     )
-    if rows.height < 2:
-        return None
-    data = _frame([{**r, "run": redact(r["run"])} for r in rows.to_dicts()])
-    base = alt.Chart(data).encode(x=alt.X("time:T", title="time"))
+    named = labels or {}
+    data = _frame([{**r, "run": redact(named.get(r["run"], r["run"]))} for r in rows.to_dicts()])
+    x = (
+        alt.X("minutes:Q", title="minutes since the run's start")
+        if apart
+        else alt.X("time:T", title="time")
+    )
+    base = alt.Chart(data).encode(x=x)
     rate = base.mark_line(point=True).encode(
         y=alt.Y("acceptance:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("run:N"),
@@ -109,10 +125,16 @@ def over_time(spec: pl.DataFrame, redact: Redact) -> alt.LayerChart | None:
     running = base.mark_bar(opacity=0.25, color="gray").encode(
         y=alt.Y("running_reqs:Q", title="requests running"),
     )
+    note = " Runs far apart in time are each drawn from their own start." if apart else ""
     return (
         alt.layer(running, rate)
         .resolve_scale(y="independent")
-        .properties(title="Acceptance over time, with requests running", width=WIDTH, height=HEIGHT)
+        .properties(
+            title="Acceptance over time, with requests running",
+            width=WIDTH,
+            height=HEIGHT,
+            usermeta={"note": note},
+        )
     )
 
 

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from specscope.report.build import RUN_COLUMNS, Report
+from specscope.report.build import Report
 
 GITHUB_COMMENT_LIMIT = 65_536
 
@@ -51,16 +51,28 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     """The report as Markdown; chart PNGs go to ``<out stem>_files/`` beside it."""
     parts = [f"# Speculative decoding triage\n\n{md(report.verdict)}\n"]
     parts.append("## Runs\n")
-    parts.append("| " + " | ".join(h for h, _ in RUN_COLUMNS) + " |")
-    parts.append("|" + "---|" * len(RUN_COLUMNS))
-    for r in report.runs:
-        cells = []
-        for _, key in RUN_COLUMNS:
-            value = r.get(key)
-            cells.append(
-                f"{value:.1%}" if key == "acceptance_rate" and value is not None else md(value)
-            )
-        parts.append("| " + " | ".join(cells) + " |")
+    if report.runs:
+        parts.append("| " + " | ".join(h for h, _ in report.columns) + " |")
+        parts.append("|" + "---|" * len(report.columns))
+        for r in report.runs:
+            cells = []
+            for _, key in report.columns:
+                value = r.get(key)
+                cells.append(
+                    f"{value:.1%}" if key == "acceptance_rate" and value is not None else md(value)
+                )
+            parts.append("| " + " | ".join(cells) + " |")
+    else:
+        parts.append("No run with speculative-decoding records.")
+    if report.not_in_log:
+        parts.append(f"\nNot in the log: {', '.join(md(h) for h in report.not_in_log)}.")
+    if report.quiet:
+        n = len(report.quiet)
+        parts.append(
+            f"\n{n} launch{'es' if n != 1 else ''} without spec-decode records: "
+            + "; ".join(md(q) for q in report.quiet)
+            + "."
+        )
     parts.append("\n## Findings\n")
     if not report.findings:
         parts.append("No findings.\n")
@@ -86,7 +98,8 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
         if f["evidence"]:
             detail += "\n\n" + _fence(f["evidence"])
         parts.append(f"<details><summary>Evidence</summary>\n\n{detail}\n\n</details>\n")
-    parts.append("## Per-position acceptance and k advice\n")
+    if report.per_position:
+        parts.append("## Per-position acceptance and k advice\n")
     for p in report.per_position:
         rates = " ".join(f"{a:.3f}" if a is not None else "–" for a in p["per_position"])
         advice = next((a for a in report.advice if a["run_id"] == p["run"]), None)
@@ -96,7 +109,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
             if advice
             else ""
         )
-        parts.append(f"- **{md(p['run'])}** ({md(p['drafts'])} drafts): {rates}.{hint}")
+        parts.append(f"- **{md(p['label'])}** ({md(p['drafts'])} drafts): {rates}.{hint}")
     if report.advice:
         table = ["| run | k′ | τ(k′) | speedup |", "|---|---|---|---|"]
         for a in report.advice:
@@ -111,7 +124,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
             + "\n".join(table)
             + "\n\n</details>\n"
         )
-    if report.charts:
+    if report.charts or report.chart_notes:
         parts.append("## Charts\n")
         files = out.parent / f"{out.stem}_files"
         for name, title, spec in report.charts:
@@ -120,34 +133,59 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
                 png = files / f"{name}.png"
                 png.write_bytes(_png(spec))
                 parts.append(f"![{md(title)}]({files.name}/{png.name})\n")
+            if report.captions.get(name):
+                parts.append(f"*{md(report.captions[name])}*\n")
+        if report.chart_notes:
+            parts.append(" ".join(md(n) for n in report.chart_notes) + "\n")
     parts.append("## What moves acceptance\n")
-    if not report.moves:
-        parts.append("The store's runs do not differ in any factor with counts on both sides.\n")
-    for m in report.moves:
-        groups = "; ".join(
-            f"{md(g['value'])}: {g['acceptance_rate']:.1%} [{g['interval'][0]:.1%}, "
-            f"{g['interval'][1]:.1%}] over {g['runs']} run(s)"
-            for g in m["groups"]
-        )
-        parts.append(f"- **{md(m['factor'])}**: {groups}.")
-        for pair in m["matched_pairs"]:
-            parts.append(
-                f"  - matched pair {md(pair['run_a'])} ({md(pair['value_a'])}) → "
-                f"{md(pair['run_b'])} ({md(pair['value_b'])}): {pair['difference']:+.1%} "
-                f"[{pair['interval'][0]:+.1%}, {pair['interval'][1]:+.1%}]"
-            )
-        if m["confounded_with"]:
-            parts.append(
-                f"  - no pair of runs differs in this alone: confounded with "
-                f"{', '.join(md(c) for c in m['confounded_with'])}."
-            )
+    parts.extend(_moves_table(report.moves))
     parts.append(
-        f"\n<sub>{md(report.redaction)} Generated by specscope, {md(report.generated)}.</sub>\n"
+        f"\n<sub>{md(report.redaction)} Generated by specscope"
+        + (f", {md(report.generated)}" if report.generated else "")
+        + ".</sub>\n"
     )
     text = "\n".join(parts)
     if len(text) > GITHUB_COMMENT_LIMIT:
         text = _shorten(text)
     return text
+
+
+def _moves_table(moves: list[dict[str, Any]]) -> list[str]:
+    """One row per factor that differs between runs: its values with their acceptance, and
+    the effect where two runs differ in it alone, or what it is confounded with."""
+    if not moves:
+        return ["The runs do not differ in any factor with counts on both sides.\n"]
+    rows = [
+        "| factor | acceptance by value (95% interval, runs) | effect |",
+        "|---|---|---|",
+    ]
+    for m in moves:
+        values = "<br>".join(
+            f"{md(g['value'])}: {g['acceptance_rate']:.1%} [{g['interval'][0]:.1%}, "
+            f"{g['interval'][1]:.1%}] ({g['runs']})"
+            for g in m["groups"]
+        )
+        pairs = m["matched_pairs"]
+        if len(pairs) == 1:
+            p = pairs[0]
+            effect = (
+                f"runs alike but for it: {md(p['value_a'])} → {md(p['value_b'])} "
+                f"{p['difference']:+.1%} [{p['interval'][0]:+.1%}, {p['interval'][1]:+.1%}]"
+            )
+        elif pairs:
+            diffs = [p["difference"] for p in pairs]
+            effect = (
+                f"{len(pairs)} pairs of runs alike but for it: {min(diffs):+.1%} to "
+                f"{max(diffs):+.1%}"
+            )
+        elif m["confounded_with"]:
+            effect = "no pair differs in this alone: confounded with " + ", ".join(
+                md(c) for c in m["confounded_with"]
+            )
+        else:
+            effect = "–"
+        rows.append(f"| {md(m['factor'])} | {values} | {effect} |")
+    return [*rows, ""]
 
 
 def _shorten(text: str) -> str:

@@ -56,10 +56,15 @@ class Redactor:
     enabled: bool = True
     hosts: bool = False
     counts: Counter[str] = field(default_factory=Counter)
+    # Source paths the store knows, as the report shows them (relative, or the file name).
+    known_paths: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, text: str | None) -> str | None:
         if text is None or not self.enabled:
             return text
+        for path in sorted(self.known_paths, key=len, reverse=True):
+            if path in text and path != self.known_paths[path]:
+                text = text.replace(path, self.known_paths[path])
         for what, pattern, replacement in _RULES + (_HOST_RULES if self.hosts else ()):
             text, n = pattern.subn(replacement, text)
             if n:

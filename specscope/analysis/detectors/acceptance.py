@@ -243,7 +243,12 @@ def _low_claim(
         k = int(trials.k)
         decay = float(cfg["unknown_method_decay"])
         gain = sum(ref * decay**i for i in range(k))
-        test = BoundTest("upper bound of tau - 1", partial(_gain_upper, trials), fraction * gain)
+        test = BoundTest(
+            "upper bound of tau - 1",
+            partial(_gain_upper, trials),
+            fraction * gain,
+            percent=False,
+        )
         level = strength(ev, test.holds)
         said = (
             f"Each draft has about {trials.rate * trials.k:.2f} tokens accepted (mean acceptance "
@@ -268,7 +273,9 @@ def _low_claim(
     if tau_entry is None:
         return None
     ref_gain = float(tau_entry["tau"]) - 1
-    test = BoundTest("upper bound of tau - 1", partial(_gain_upper, trials), fraction * ref_gain)
+    test = BoundTest(
+        "upper bound of tau - 1", partial(_gain_upper, trials), fraction * ref_gain, percent=False
+    )
     level = strength(ev, test.holds)
     if not level:
         return None
