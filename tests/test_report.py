@@ -3,11 +3,13 @@ redaction, and text from logs staying text."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -326,3 +328,66 @@ def test_the_vega_bundle_is_built_once_and_kept_whole(tmp_path, monkeypatch):
     assert cached.read_text() == first
     monkeypatch.setenv("SPECSCOPE_CACHE", "/proc/no/such/dir")  # unwritable: built each time
     assert vega_bundle() == first and len(built) == 3
+
+
+def _seeds_report(cli, tmp_path, name: str) -> Path:
+    out = tmp_path / name
+    seeds = [SEEDS / "003_83783f5568908b19.txt", SEEDS / "002_2dcac71f91935498.txt"]
+    r = cli("triage", *seeds, "--out", out)
+    assert r.status == 0, r.err
+    return out
+
+
+def test_markdown_renders_as_github_would(cli, tmp_path):
+    """Rendered as GitHub renders a comment (CommonMark, tables, raw HTML allowed): the runs
+    and the factors are tables, the sections are headings, and the only HTML is ours."""
+    from markdown_it import MarkdownIt
+
+    text = _seeds_report(cli, tmp_path, "triage.md").read_text(encoding="utf-8")
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    assert page.count("<table>") == 3  # runs, tau for every k′, what moves acceptance
+    for heading in ("Runs", "Findings", "Charts", "What moves acceptance"):
+        assert f"<h2>{heading}</h2>" in page
+    raw = {m.lower() for m in re.findall(r"<(/?[a-zA-Z]+)", text)}
+    assert raw <= {"details", "/details", "summary", "/summary", "sub", "/sub", "br"}
+    assert "Confidence:" in page and "Not in the log:" in page
+    assert "launches without spec-decode records" in page
+
+
+def test_html_charts_draw_with_their_data_in_view(cli, tmp_path):
+    """Every chart draws in a real Chromium, and acceptance over time fills its width: runs
+    on different days are drawn each from its own start, not as slivers of six weeks."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    out = _seeds_report(cli, tmp_path, "triage.html")
+    page = out.read_text(encoding="utf-8")
+    charts = page.count('class="chart"')
+    assert charts >= 4 and page.count("<figcaption>") == charts
+    specs = re.findall(r'<script type="application/json" id="spec-\d+">(.*?)</script>', page)
+    over_time = next(json.loads(s) for s in specs if "over time" in s)
+    layer = over_time["layer"][1]
+    assert layer["encoding"]["x"]["field"] == "minutes"
+    data = over_time.get("data") or next(iter(over_time["datasets"].values()))
+    xs = sorted(row["minutes"] for row in (data["values"] if isinstance(data, dict) else data))
+    gaps = [b - a for a, b in itertools.pairwise(xs)]
+    assert max(gaps) < 0.5 * (xs[-1] - xs[0])  # no empty half of the chart
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chrome'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert dom.count('data-rendered="yes"') == charts
+    assert dom.count("<svg") >= charts

@@ -296,11 +296,12 @@ def _charts(
 ) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, str], list[str]]:
     """The charts that have something to show, what each shows, and a sentence for each
     one left out."""
+    labels = {r["run_id"]: r["label"] for r in runs}
     built = [
         ("per_position", charts.per_position(per_position, red, z=z)),
-        ("over_time", charts.over_time(spec, red, {r["run_id"]: r["label"] for r in runs})),
+        ("over_time", charts.over_time(spec, red, labels)),
         ("running", charts.against_running(spec, z=z)),
-        ("prefix_cache", charts.against_prefix_cache(spec, red)),
+        ("prefix_cache", charts.against_prefix_cache(spec, red, labels)),
         ("across_runs", charts.across_runs(runs, red, z=z)),
     ]
     out, captions, notes = [], {}, []

@@ -181,7 +181,9 @@ def against_running(spec: pl.DataFrame, *, z: float) -> alt.LayerChart | None:
     ).properties(title="Acceptance against requests running", width=WIDTH, height=HEIGHT)
 
 
-def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None:
+def against_prefix_cache(
+    spec: pl.DataFrame, redact: Redact, labels: Mapping[str, str] | None = None
+) -> alt.Chart | None:
     """Acceptance (summed counts) per run and prefix-cache hit rate, in bins of one
     percentage point (coarser when runs would give more than MAX_POINTS points)."""
     rows = spec.lazy().filter(
@@ -214,7 +216,10 @@ def against_prefix_cache(spec: pl.DataFrame, redact: Redact) -> alt.Chart | None
         .sort("run", "prefix_cache_hit_rate")
         .collect()
     )
-    data = _frame([{**r, "run": redact(r["run"])} for r in binned.to_dicts()])
+    named = labels or {}
+    data = _frame(
+        [{**r, "run": redact(named.get(str(r["run"]), str(r["run"])))} for r in binned.to_dicts()]
+    )
     return (
         alt.Chart(data)
         .mark_circle(opacity=0.6)
