@@ -373,3 +373,20 @@ def test_drift_split_of_a_long_run_tries_evenly_spaced_points(monkeypatch):
     r1, r2, at = stats.drift_split(*cum, 300, 0.05, 1.96)
     assert abs(at - change_at) <= n // 1000
     assert r1 == pytest.approx(0.5, abs=0.01) and r2 == pytest.approx(0.2, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[zero_acceptance]\nmax_rate = "high"\n', "[zero_acceptance] max_rate must be a number"),
+        ("[zero_acceptance]\nmax_rat = 0.1\n", "did you mean 'max_rate'?"),
+        ("[evidnce]\nz = 2.0\n", "unknown section [evidnce] (did you mean 'evidence'?)"),
+        ("[rules]\nwindow = 5\n", "[rules] window must be a string"),
+    ],
+)
+def test_a_bad_config_is_one_line_naming_file_section_and_key(cli, tmp_path, text, said):
+    config = tmp_path / "detect.toml"
+    config.write_text(text)
+    r = cli("detect", "--store", tmp_path, "--config", config)
+    assert r.status == ExitStatus.USAGE
+    assert said in r.err and str(config) in r.err and len(r.err.strip().splitlines()) == 1

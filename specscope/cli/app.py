@@ -290,13 +290,10 @@ def detect(
     """
     try:
         threshold = Severity.parse(fail_on) if fail_on else None
-        found = run_detect(
-            open_store(store),
-            run_ids=run,
-            since=parse_duration(since) if since else None,
-            config=load_config(config),
-            reference=load_reference(reference),
-        )
+        # The configuration first: a mistake in it is the user's to fix before any work.
+        cfg, refs = load_config(config), load_reference(reference)
+        window = parse_duration(since) if since else None
+        found = run_detect(open_store(store), run_ids=run, since=window, config=cfg, reference=refs)
     except ValueError as exc:
         raise fail(UsageError(str(exc))) from exc
     except SpecscopeError as exc:
