@@ -94,6 +94,9 @@ class Definition:
     cumulative: tuple[str, ...] = ()  # columns that count since the engine started
     attach_to: str | None = None  # values complete the last record of that table
     fragment: bool = False  # a piece of a record as people paste it: marked partial
+    # A record that stops inside a value or after a separator was cut off: refused, not
+    # kept (for forms told apart from a cut record only by ending whole: a trimmed paste).
+    refuse_cut: bool = False
     end: regex.Pattern[str] | None = None  # blocks: the line that closes one
     continues: regex.Pattern[str] | None = None  # blocks: lines that carry no field but belong
     match_keys: tuple[str, ...] = ()  # json: the keys that make an object one of these
@@ -292,6 +295,7 @@ _TOP_KEYS: dict[str, _Type] = {
     "cumulative": _STRS,
     "attach_to": _STR,
     "fragment": _BOOL,
+    "refuse_cut": _BOOL,
     "end": _STR,
     "continues": _STR,
     "match_keys": _STRS,
@@ -534,6 +538,7 @@ def load_definition(path: Path) -> Definition:
         cumulative=tuple(raw.get("cumulative", ())),
         attach_to=raw.get("attach_to"),
         fragment=raw.get("fragment", False),
+        refuse_cut=raw.get("refuse_cut", False),
         end=compiled("end"),
         continues=compiled("continues"),
         match_keys=tuple(raw.get("match_keys", ())),

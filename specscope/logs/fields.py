@@ -16,8 +16,13 @@ from specscope.logs.definitions import Definition, FieldSpec
 
 # A label starts the body or follows a comma, begins with a letter, and ends at a colon
 # that is not part of a time or ratio ("0:12"). Wrapped text may have lost the space
-# after the comma, hence `\s*`.
-_LABEL = regex.compile(r"(?:^|,)\s*(?P<label>#?[A-Za-z][A-Za-z0-9 _/()'%.#-]{0,60}?)\s*:(?!\d\d:)")
+# after the comma, hence `\s*`. People who condense a record by hand separate its fields
+# with a semicolon or a run of spaces instead ("Mean acceptance length: 1.12   Accepted:
+# 9"); one space is not a separator (labels have spaces in them).
+_LABEL = regex.compile(
+    r"(?:^|[,;]|(?<=\S)\s{2,}(?=#?[A-Za-z]))\s*"
+    r"(?P<label>#?[A-Za-z][A-Za-z0-9 _/()'%.#-]{0,60}?)\s*:(?!\d\d:)"
+)
 _NUMBER = regex.compile(
     r"\s*(?P<num>[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+))", regex.I
 )
@@ -37,7 +42,7 @@ def split_labels(body: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
-        out.append((m.group("label").strip(), body[m.end() : end].strip().rstrip(",").strip()))
+        out.append((m.group("label").strip(), body[m.end() : end].strip().rstrip(",;").strip()))
     return out
 
 
@@ -107,6 +112,7 @@ class Reading:
     extra: dict[str, str] = field(default_factory=dict)  # labels no definition knows
     problems: list[str] = field(default_factory=list)  # values that did not read
     cut: bool = False  # the body stops before its terminal field, or inside its last one
+    trails: bool = False  # the body stops after a separator or an ellipsis: more was to come
     dropped: str | None = None  # the last field, left out because it may be cut short
     ends_whole: bool = False  # the last field is a value that shows it is complete
     whole: int = 0  # fields whose value shows it is complete
@@ -178,6 +184,7 @@ def read_fields(defn: Definition, body: str) -> Reading:
         for column, value in spec.set.items():
             values.setdefault(column, value)
     reading.cut = reading.cut or cut_off
+    reading.trails = body.rstrip().endswith((",", ";", "...", "\u2026"))
     return reading
 
 

@@ -365,10 +365,16 @@ class LineParser:
         groups = {k: v for k, v in pending.match.groupdict().items() if v is not None}
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
-            reason = self._accept(defn, origin, read_fields(defn, pending.body), groups)
+            reading = read_fields(defn, pending.body)
+            reason = self._accept(defn, origin, reading, groups)
             if reason is None:
                 return
             reasons.append(reason)
+            if _unreadable(defn, reading, defn.required):
+                # A record of this format whose value is there but does not read is a
+                # fault to report, not one for a looser definition (a trimmed or pasted
+                # form tried after it) to keep without that value.
+                break
         if any(reasons):
             reason = next(r for r in reasons if r)
             self.skipped.append(Skip(pending.line, reason, pending.text[:300]))
@@ -393,15 +399,17 @@ class LineParser:
         values: Row = {**groups, **reading.values}
         if len(reading.values) < defn.min_fields:
             return ""  # a label or two in prose, not a record: nothing to report
+        if defn.refuse_cut and (reading.cut or reading.trails):
+            # Ends like a record cut off, not like one trimmed by hand: the definition
+            # tried before this one says what it lacks.
+            return f"{defn.title} cut off" + (f" ({reading.dropped})" if reading.dropped else "")
         missing = [c for c in defn.required if values.get(c) is None]
         if missing:
             # A field that is there but unreadable is a different fault from one not printed.
-            labels = _labels_of(defn, missing)
-            names = {label.strip("'") for label in labels}
-            bad = [p for p in reading.problems if p.split(":", 1)[0] in names]
+            bad = _unreadable(defn, reading, missing)
             if bad:
                 return f"{defn.title} with an unreadable value: {'; '.join(bad)}"
-            return f"{defn.title} without {', '.join(labels)}"
+            return f"{defn.title} without {', '.join(_labels_of(defn, missing))}"
         tables = defn.tables
         rows: dict[str, Row] = {t: {} for t in tables}
         column_table = {f.column: f.table or tables[0] for f in defn.fields.values()}
@@ -576,6 +584,14 @@ def _line_at(breaks: Breaks, offset: int) -> int:
             break
         line = number
     return line
+
+
+def _unreadable(defn: Definition, reading: Reading, columns: Iterable[str]) -> list[str]:
+    """The problems of the fields of ``columns`` that were printed but did not read (under
+    any of their labels)."""
+    wanted = set(columns)
+    names = {f.label for f in defn.fields.values() if f.column in wanted}
+    return [p for p in reading.problems if p.split(":", 1)[0] in names]
 
 
 def _labels_of(defn: Definition, columns: Iterable[str]) -> list[str]:

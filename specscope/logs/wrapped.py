@@ -103,7 +103,10 @@ class Pending:
         base = self.text.rstrip()
         candidates = [base + stripped]
         head = _LABEL_HEAD.match(stripped)
-        if head and d.field_for(head.group(1)) and not base.endswith(","):
+        spec = d.field_for(head.group(1)) if head else None
+        if spec is not None and spec.column in read_fields(d, self.body).values:
+            return False  # a label the record already has opens the next record
+        if spec is not None and not base.endswith(","):
             candidates.append(base + ", " + stripped)  # a fragment's next line: a new field
         after, joined = max((self._quality(c), c) for c in candidates)
         before = self._quality(self.text)
