@@ -37,7 +37,7 @@ from specscope.prometheus.pull import PullReport
 from specscope.prometheus.pull import pull as run_pull
 from specscope.prometheus.rules import rules_yaml
 from specscope.prometheus.scrape import scrape as run_scrape
-from specscope.report.redact import Redactor
+from specscope.report.redact import Redactor, redact_json
 from specscope.store.layout import DEFAULT_STORE
 from specscope.store.reading import open_store
 from specscope.thresholds import load_config, load_reference
@@ -147,7 +147,7 @@ def ingest(
     except SpecscopeError as exc:
         raise fail(exc) from exc
     if as_json:
-        print_json(report.to_dict())
+        print_json(redact_json(report.to_dict()))
     else:
         typer.echo(ingest_text(report))
     for error in report.errors:
@@ -218,7 +218,7 @@ def pull(
 def _print_pull(report: PullReport, as_json: bool, kept: str) -> None:
     """A pull's or a scrape's report; a window that failed is exit 10, after the report."""
     if as_json:
-        print_json(report.to_dict())
+        print_json(redact_json(report.to_dict()))
     else:
         typer.echo(pull_text(report))
     if report.failed:
@@ -299,7 +299,7 @@ def detect(
     except SpecscopeError as exc:
         raise fail(exc) from exc
     if as_json:
-        print_json([f.to_dict() for f in found])
+        print_json(redact_json([f.to_dict() for f in found]))
     else:
         typer.echo("\n\n".join(finding_text(f) for f in found) if found else "no findings")
     if threshold is not None and any(f.severity >= threshold for f in found):
@@ -348,7 +348,12 @@ def report(
             "--redact/--no-redact", help="Hide tokens, keys and home paths (on by default)."
         ),
     ] = True,
-    redact_hosts: Annotated[bool, typer.Option(help="Hide hosts and IP addresses too.")] = False,
+    redact_hosts: Annotated[
+        bool,
+        typer.Option(
+            "--redact-hosts/--no-redact-hosts", help="Hide host names and IP addresses (on)."
+        ),
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """Write a triage report to attach to a GitHub issue (Markdown or HTML).
@@ -473,7 +478,7 @@ def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) 
         raise fail(exc) from exc
     rows = frame.to_dicts()
     if as_json:
-        print_json(rows)
+        print_json(redact_json(rows))
     else:
         typer.echo(runs_text(rows))
 

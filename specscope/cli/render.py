@@ -1,14 +1,53 @@
-"""Plain-text renderings of what ingest found and of the runs in a store."""
+"""Plain-text renderings of what ingest found, of the runs in a store, of a pull and of
+findings. Every public renderer returns ``safe`` text: whatever it prints went through the
+redactor (secrets, credentials, e-mail addresses, home folders; not hosts) and has no
+terminal control sequence left (a log's text can hold an OSC hyperlink or a title)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec
 
 from specscope.analysis.findings import Finding
 from specscope.logs.ingest import IngestReport, RunSummary, SourceReport
 from specscope.prometheus.pull import PullReport
+from specscope.report.redact import Redactor
+
+P = ParamSpec("P")
+
+
+_SAFE = Redactor(hosts=False, args=False)
+
+
+def safe(text: str) -> str:
+    """Text as specscope prints it: no terminal controls, no secrets (tokens, keys,
+    passwords, credentials in URLs, e-mail addresses, home folders). Hosts are kept: this
+    is the user's own terminal; reports hide them too."""
+    return _SAFE.text(text)
+
+
+def _safe_text(render: Callable[P, str]) -> Callable[P, str]:
+    """The one place a renderer's text is made safe: every public renderer wears this (or
+    ``_safe_lines``), and a test checks that each does."""
+
+    @functools.wraps(render)
+    def rendered(*args: P.args, **kwargs: P.kwargs) -> str:
+        return safe(render(*args, **kwargs))
+
+    rendered.safe_output = True  # type: ignore[attr-defined]
+    return rendered
+
+
+def _safe_lines(render: Callable[P, list[str]]) -> Callable[P, list[str]]:
+    @functools.wraps(render)
+    def rendered(*args: P.args, **kwargs: P.kwargs) -> list[str]:
+        return safe("\n".join(render(*args, **kwargs))).split("\n")
+
+    rendered.safe_output = True  # type: ignore[attr-defined]
+    return rendered
+
 
 # The configuration a summary always mentions, in this order, and how it names them.
 _SHOWN = (
@@ -40,6 +79,7 @@ def _when(first: datetime | None, last: datetime | None) -> str:
     return f"  {first:%Y-%m-%d %H:%M:%S} -> {end}"
 
 
+@_safe_text
 def config_line(config: Mapping[str, Any]) -> str:
     parts = []
     missing = []
@@ -62,6 +102,7 @@ def config_line(config: Mapping[str, Any]) -> str:
     return line
 
 
+@_safe_lines
 def run_lines(run: RunSummary) -> list[str]:
     out = [
         f"  run {run.run_id}  lines {run.first_line}-{run.last_line}"
@@ -89,6 +130,7 @@ def run_lines(run: RunSummary) -> list[str]:
     return out
 
 
+@_safe_lines
 def source_lines(report: SourceReport) -> list[str]:
     if report.error is not None:
         return [f"error: {report.error.one_line()}"]
@@ -137,6 +179,7 @@ def source_lines(report: SourceReport) -> list[str]:
 MAX_RUNS_SHOWN = 10
 
 
+@_safe_text
 def ingest_text(report: IngestReport) -> str:
     lines: list[str] = []
     for source in report.sources:
@@ -145,6 +188,7 @@ def ingest_text(report: IngestReport) -> str:
     return "\n".join(lines)
 
 
+@_safe_text
 def pull_text(report: PullReport) -> str:
     a = report.added
     lines = [
@@ -159,23 +203,27 @@ def pull_text(report: PullReport) -> str:
     return "\n".join(lines)
 
 
+@_safe_text
 def runs_text(rows: Iterable[Mapping[str, Any]]) -> str:
     """The table `specscope runs` prints."""
     header = ("run", "source", "records", "method", "k", "rate", "tau", "model", "vLLM")
-    table = [header]
+    table: list[tuple[str, ...]] = [header]
     for r in rows:
         tau = r.get("mean_acceptance_length")
         table.append(
-            (
-                str(r["run_id"]),
-                str(r.get("source") or ""),
-                _n(r.get("spec_records")),
-                str(r.get("spec_method") or "?"),
-                str(r.get("k") or "?"),
-                _pct(r.get("acceptance_rate")),
-                "n/a" if tau is None else f"{tau:.2f}",
-                str(r.get("model") or "?"),
-                str(r.get("vllm_version") or "?"),
+            tuple(
+                safe(cell)  # before the widths: what is hidden is shorter
+                for cell in (
+                    str(r["run_id"]),
+                    str(r.get("source") or ""),
+                    _n(r.get("spec_records")),
+                    str(r.get("spec_method") or "?"),
+                    str(r.get("k") or "?"),
+                    _pct(r.get("acceptance_rate")),
+                    "n/a" if tau is None else f"{tau:.2f}",
+                    str(r.get("model") or "?"),
+                    str(r.get("vllm_version") or "?"),
+                )
             )
         )
     if len(table) == 1:
@@ -187,7 +235,16 @@ def runs_text(rows: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
-__all__ = ["config_line", "ingest_text", "pull_text", "run_lines", "runs_text", "source_lines"]
+__all__ = [
+    "config_line",
+    "finding_text",
+    "ingest_text",
+    "pull_text",
+    "run_lines",
+    "runs_text",
+    "safe",
+    "source_lines",
+]
 
 
 def _fmt(value: Any) -> str:
@@ -198,6 +255,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+@_safe_text
 def finding_text(f: Finding) -> str:
     where = f.source or ""
     if f.lines[0] is not None:

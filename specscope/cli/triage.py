@@ -19,10 +19,11 @@ from specscope.analysis.evidence import gather
 from specscope.analysis.findings import Severity
 from specscope.analysis.verdict import verdict_of
 from specscope.cli.options import JsonOption, fail, print_json
-from specscope.cli.render import finding_text
+from specscope.cli.render import finding_text, safe
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
 from specscope.logs.ingest import IngestReport, parse_overrides
 from specscope.logs.ingest import ingest as run_ingest
+from specscope.report.redact import redact_json
 from specscope.store.reading import open_store
 from specscope.thresholds import load_config, load_reference
 
@@ -76,7 +77,13 @@ def triage(
             "--redact/--no-redact", help="Hide tokens, keys and paths in the report (on)."
         ),
     ] = True,
-    redact_hosts: Annotated[bool, typer.Option(help="Hide hosts and IP addresses too.")] = False,
+    redact_hosts: Annotated[
+        bool,
+        typer.Option(
+            "--redact-hosts/--no-redact-hosts",
+            help="Hide host names and IP addresses in the report (on).",
+        ),
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """Give the verdict on a log or a paste: ingest, detect and (with --out) report at once.
@@ -127,15 +134,17 @@ def triage(
             raise fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
     if as_json:
         print_json(
-            {
-                "verdict": verdict,
-                "findings": [f.to_dict() for f in found],
-                "sources": read.to_dict()["sources"],
-                "report": str(written) if written else None,
-            }
+            redact_json(
+                {
+                    "verdict": verdict,
+                    "findings": [f.to_dict() for f in found],
+                    "sources": read.to_dict()["sources"],
+                    "report": str(written) if written else None,
+                }
+            )
         )
     else:
-        typer.echo(verdict)
+        typer.echo(safe(verdict))
         if found:
             typer.echo("\n" + "\n\n".join(finding_text(f) for f in found))
         if written:

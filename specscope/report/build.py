@@ -9,6 +9,10 @@ the redactor and is escaped for the target format: text never becomes markup.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +35,7 @@ from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config
 
 EVIDENCE_LINES = 3
+EVIDENCE_WIDTH = 400  # characters of a quoted line
 RUN_COLUMNS = (
     ("run", "run"),  # the human label: file, lines, method and k, --label
     ("server", "server"),
@@ -104,14 +109,15 @@ def build_report(
     ids = list(run_ids or [])
     ev = gather(store, run_ids=ids or None, config=config or load_config(), reference=reference)
     found = findings_of(ev)
-    paths = {r["source_id"]: r["path"] for r in store.sources.collect().to_dicts()}
+    sources = {r["source_id"]: r for r in store.sources.collect().to_dicts()}
+    paths = {sid: r["path"] for sid, r in sources.items()}
     shown = {p: display_path(p) if red.enabled else p for p in paths.values()}
     red.known_paths.update(shown)
     with_records = set(ev.per_run) | set(ev.bench["run_id"].to_list())
     runs, quiet = [], []
     for run_id, run in ev.runs.items():
         if run_id not in with_records:
-            quiet.append(red(_label(run, shown)) or run_id)
+            quiet.append(_label(run, shown) or run_id)
             continue
         agg = ev.per_run.get(run_id, {})
         runs.append(
@@ -128,28 +134,13 @@ def build_report(
                 },
             }
         )
-    for row in runs:
-        for key in (
-            "model",
-            "served_model_name",
-            "draft_model",
-            "source",
-            "label",
-            "run",
-            "hardware",
-            "config",
-            "pids",
-            "overrides",
-        ):
-            if isinstance(row.get(key), str):
-                row[key] = red(row[key])
     columns = [
         (head, key)
         for head, key in RUN_COLUMNS
         if key in _ALWAYS or any(r.get(key) is not None for r in runs)
     ]
     not_in_log = [head for head, key in RUN_COLUMNS if (head, key) not in columns] if runs else []
-    evidence = _evidence_lines(found, ev.runs, paths)
+    evidence = _evidence_lines(found, ev.runs, sources)
     findings = [_finding_dict(f, red, lines) for f, lines in zip(found, evidence, strict=True)]
     per_position = []
     for run_id, agg in ev.per_run.items():
@@ -157,7 +148,7 @@ def build_report(
             per_position.append(
                 {
                     "run": run_id,
-                    "label": red(_label(ev.runs.get(run_id, {}), shown)),
+                    "label": _label(ev.runs.get(run_id, {}), shown),
                     "drafts": agg.get("drafts"),
                     "k": agg.get("k"),
                     "accepted_per_pos": agg.get("accepted_per_pos"),
@@ -166,26 +157,33 @@ def build_report(
                 }
             )
     advice = [a.to_dict() for a in advice_of(ev)]
+    moves = what_moves(
+        ev.spec.select(_COUNTS),
+        {
+            r: {**run, "source": shown.get(run.get("source") or "", run.get("source"))}
+            for r, run in ev.runs.items()
+        },
+        z=ev.config["evidence"]["z"],
+    )
+    # The one choke point: every string the report holds goes through the redactor here,
+    # whatever field it sits in (what the renderers print, and what --json prints).
     report = Report(
-        verdict=verdict_of(ev, found),
-        runs=runs,
-        findings=findings,
-        per_position=per_position,
-        advice=advice,
-        moves=what_moves(
-            ev.spec.select(_COUNTS),
-            {
-                r: {**run, "source": shown.get(run.get("source") or "", run.get("source"))}
-                for r, run in ev.runs.items()
-            },
-            z=ev.config["evidence"]["z"],
-        ),
+        verdict=red.text(verdict_of(ev, found)),
+        runs=red.walk(runs),
+        findings=red.walk(findings),
+        per_position=red.walk(per_position),
+        advice=red.walk(advice),
+        moves=red.walk(moves),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
-    report.columns, report.not_in_log, report.quiet = columns, not_in_log, quiet
+    report.columns, report.not_in_log, report.quiet = columns, not_in_log, red.walk(quiet)
     if with_charts:
         report.charts, report.captions, report.chart_notes = _charts(
-            ev.spec.select(charts.READS), per_position, runs, red, z=ev.config["evidence"]["z"]
+            ev.spec.select(charts.READS),
+            report.per_position,
+            report.runs,
+            red,
+            z=ev.config["evidence"]["z"],
         )
     report.redaction = red.summary()
     return report
@@ -222,40 +220,78 @@ def _label(run: Mapping[str, Any], shown: Mapping[str, str]) -> str:
 
 
 def _finding_dict(f: Finding, red: Redactor, evidence: list[str]) -> dict[str, Any]:
-    d = f.to_dict()
-    d["source"] = red(f.source)
-    d["explanation"] = red(f.explanation)
-    d["next_step"] = red(f.next_step)
-    d["evidence"] = [red(line) for line in evidence]
+    d = red.walk(f.to_dict())
+    # The quoted lines are redacted together (a private key spans lines), then cut: a
+    # secret cut in two would no longer look like one.
+    quoted = red.text("\n".join(evidence)).split("\n") if evidence else []
+    d["evidence"] = [line[:EVIDENCE_WIDTH] for line in quoted]
     return d
 
 
+LOG_CHANGED = "the log changed since it was ingested"
+
+
 def _evidence_lines(
-    found: list[Finding], runs: Mapping[str, Mapping[str, Any]], paths: Mapping[str, str]
+    found: list[Finding],
+    runs: Mapping[str, Mapping[str, Any]],
+    sources: Mapping[str, Mapping[str, Any]],
 ) -> list[list[str]]:
-    """Per finding, a few verbatim lines of the log where its evidence starts (when the file
-    is there). Each file is read once, however many findings point into it."""
+    """Per finding, a few verbatim lines of the log where its evidence starts: only from the
+    very file that was ingested (its size and sha256 as the store recorded them). A log that
+    changed or is gone is not quoted, and the finding says so once. Each file is read once,
+    however many findings point into it."""
     wanted: dict[str, dict[int, list[str]]] = {}
     keys: list[tuple[str, int] | None] = []
     for f in found:
         first = f.lines[0]
         run = runs.get((f.run_id or "").split(",")[0], {})
-        path = paths.get(run.get("source_id", ""))
-        if first is None or not path:
-            keys.append(None)
+        sid = str(run.get("source_id") or "")
+        source = sources.get(sid) or {}
+        path = source.get("path")
+        if first is None or not path or path == "-" or source.get("kind") not in (None, "log"):
+            keys.append(None)  # a paste or a Prometheus source: nothing to read again
             continue
-        wanted.setdefault(path, {})[first] = []
-        keys.append((path, first))
-    for path, starts in wanted.items():
-        if not Path(path).is_file():
+        wanted.setdefault(sid, {})[first] = []
+        keys.append((sid, first))
+    changed = set()
+    for sid, starts in wanted.items():
+        path = str(sources[sid]["path"])
+        if not _as_ingested(path, sources[sid].get("size"), sources[sid].get("sha256")):
+            changed.add(sid)
             continue
         try:
             read = unhashed(path).lines_at(starts, EVIDENCE_LINES)
         except (OSError, SpecscopeError):
+            changed.add(sid)
             continue
         for start, lines in read.items():
-            starts[start].extend(line.rstrip("\r")[:400] for line in lines)
-    return [wanted[k[0]][k[1]] if k else [] for k in keys]
+            starts[start].extend(line.rstrip("\r") for line in lines)
+    return [
+        ([f"({LOG_CHANGED}: nothing quoted)"] if k[0] in changed else wanted[k[0]][k[1]])
+        if k
+        else []
+        for k in keys
+    ]
+
+
+def _as_ingested(path: str, size: Any, sha256: Any) -> bool:
+    """Whether ``path`` is a regular file of the recorded size and sha256 (before and after
+    hashing, so a file rewritten meanwhile does not pass)."""
+    if not isinstance(size, int) or not isinstance(sha256, str) or not sha256:
+        return False
+    try:
+        before = os.stat(path)
+        if not stat.S_ISREG(before.st_mode) or before.st_size != size:
+            return False
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+        after = os.stat(path)
+    except OSError:
+        return False
+    same = (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns)
+    return same and hmac.compare_digest(digest.hexdigest(), sha256)
 
 
 # The columns what_moves reads: filters over millions of rows copy only these.
@@ -312,7 +348,9 @@ def _charts(
         spec_dict = chart.to_dict(validate=False)  # our own specs: tests validate them
         title = spec_dict.get("title") or name
         out.append((name, title if isinstance(title, str) else name, spec_dict))
-        captions[name] = CAPTIONS[name] + str(spec_dict.get("usermeta", {}).get("note", ""))
+        captions[name] = red.text(
+            CAPTIONS[name] + str(spec_dict.get("usermeta", {}).get("note", ""))
+        )
     return out, captions, notes
 
 

@@ -1,5 +1,5 @@
 """A report as one self-contained HTML file: charts interactive, scripts inlined, every
-string escaped."""
+string escaped (and without terminal controls)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from specscope.report.build import Report
+from specscope.report.redact import strip_controls
+
+
+def _e(value: Any) -> str:
+    """Text as HTML text: escaped, without terminal controls."""
+    return html.escape(strip_controls(str(value)))
 
 
 def _script_json(value: Any) -> str:
@@ -48,7 +54,7 @@ def vega_bundle() -> str:
 
 
 def render_html(report: Report) -> str:
-    e = html.escape
+    e = _e
     rows = "".join(
         "<tr>" + "".join(f"<td>{e(_cell(r.get(k), k))}</td>" for _, k in report.columns) + "</tr>"
         for r in report.runs

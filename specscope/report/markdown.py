@@ -1,5 +1,7 @@
 """A report as Markdown for a GitHub comment, with PNG charts in a folder beside it. Every
-string is escaped: text from a log never becomes markup."""
+string is escaped: text from a log never becomes markup, never pings anyone (``@user``),
+never cross-links an issue (``#123``) and never becomes a link; terminal controls are
+dropped. A report too long for one comment loses whole blocks, never part of one."""
 
 from __future__ import annotations
 
@@ -7,17 +9,39 @@ import html
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from specscope.report.build import Report
+from specscope.report.redact import strip_controls
 
 GITHUB_COMMENT_LIMIT = 65_536
 
 
 # Characters that Markdown could read as markup (html.escape has taken care of < > &).
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|~"})
+# What GitHub turns into a ping, a cross-reference or a link in a comment's text: a zero-
+# width joiner after the sign breaks each (invisible, and the text still reads the same).
+_ZWJ = "\u200d"
+_REFERENCES = regex.compile(
+    r"@(?=[A-Za-z0-9_-])"  # @user, @org/team, owner/repo@sha
+    r"|#(?=\d)"  # #123, owner/repo#123
+    r"|(?i:\bGH)-(?=\d)"  # GH-123
+    r"|(?i:\b(?:https?|ftp|mailto|file|data|javascript)):(?=[/\w])"  # autolinked URLs
+    r"|(?i:\bwww)\.(?=\w)"  # autolinked www.
+)
+# What would open a block if a text starts a line: a heading, a list, a rule, a quote.
+_LINE_START = regex.compile(r"^(?:(?=[#+=>-])|\d+(?=[.)]))")
+
+
+def neutral(text: str) -> str:
+    """``text`` without terminal controls, with mentions, issue references and autolinks
+    broken (for any Markdown GitHub renders, code included)."""
+    return _REFERENCES.sub(lambda m: m.group(0) + _ZWJ, strip_controls(text))
 
 
 def md(value: Any) -> str:
-    """A value as Markdown text that renders as itself (no markup, no HTML)."""
+    """A value as Markdown text that renders as itself (no markup, no HTML, no ping, no
+    reference, no link)."""
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -26,11 +50,16 @@ def md(value: Any) -> str:
         return f"{value:.3f}" if abs(value) < 100 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
-    return html.escape(str(value), quote=False).translate(_MD_SPECIAL).replace("\n", " ")
+    text = (
+        html.escape(strip_controls(str(value)), quote=False)
+        .translate(_MD_SPECIAL)
+        .replace("\n", " ")
+    )
+    return _LINE_START.sub(lambda m: m.group(0) + "\\", neutral(text), count=1)
 
 
 def _fence(lines: list[str]) -> str:
-    text = "\n".join(lines)
+    text = neutral("\n".join(lines))
     longest = max((len(m) for m in _backtick_runs(text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -50,6 +79,10 @@ def _backtick_runs(text: str) -> list[str]:
 def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     """The report as Markdown; chart PNGs go to ``<out stem>_files/`` beside it."""
     parts = [f"# Speculative decoding triage\n\n{md(report.verdict)}\n"]
+    # Blocks that may go, whole, when the report is too long: evidence first, then the table
+    # of tau for every k'.
+    evidence_blocks: list[int] = []
+    other_blocks: list[int] = []
     parts.append("## Runs\n")
     if report.runs:
         parts.append("| " + " | ".join(h for h, _ in report.columns) + " |")
@@ -82,7 +115,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
             where += f":{f['lines'][0]}" + (
                 f"-{f['lines'][1]}" if f["lines"][1] not in (None, f["lines"][0]) else ""
             )
-        parts.append(f"### {f['severity']}: {f['kind']} (run {md(f['run_id'])})\n")
+        parts.append(f"### {md(f['severity'])}: {md(f['kind'])} (run {md(f['run_id'])})\n")
         sure = f.get("confidence") or {}
         sure_text = f"**Confidence:** {md(sure['phrase'])}\n\n" if sure else ""
         parts.append(f"{md(f['explanation'])}\n\n{sure_text}**Next:** {md(f['next_step'])}\n")
@@ -97,6 +130,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
         detail = "\n".join(body)
         if f["evidence"]:
             detail += "\n\n" + _fence(f["evidence"])
+        evidence_blocks.append(len(parts))
         parts.append(f"<details><summary>Evidence</summary>\n\n{detail}\n\n</details>\n")
     if report.per_position:
         parts.append("## Per-position acceptance and k advice\n")
@@ -119,6 +153,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
                     f"| {md(a['run_id'])} | {point['k']}{mark} | {point['tau']:.2f} | "
                     f"{point['speedup']:.3f} |"
                 )
+        other_blocks.append(len(parts))
         parts.append(
             "\n<details><summary>τ and speedup for every k′</summary>\n\n"
             + "\n".join(table)
@@ -144,10 +179,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
         + (f", {md(report.generated)}" if report.generated else "")
         + ".</sub>\n"
     )
-    text = "\n".join(parts)
-    if len(text) > GITHUB_COMMENT_LIMIT:
-        text = _shorten(text)
-    return text
+    return _fit(parts, evidence_blocks, other_blocks)
 
 
 def _moves_table(moves: list[dict[str, Any]]) -> list[str]:
@@ -188,19 +220,35 @@ def _moves_table(moves: list[dict[str, Any]]) -> list[str]:
     return [*rows, ""]
 
 
-def _shorten(text: str) -> str:
-    """Drop evidence blocks, longest first, until the report fits one GitHub comment."""
-    while len(text) > GITHUB_COMMENT_LIMIT:
-        start = text.rfind("<details>")
-        end = text.find("</details>", start)
-        if start < 0 or end < 0:
-            return text[: GITHUB_COMMENT_LIMIT - 200] + "\n\n(cut to fit one GitHub comment)\n"
-        text = (
-            text[:start]
-            + "<sub>(details left out to fit one GitHub comment)</sub>"
-            + text[end + len("</details>") :]
-        )
-    return text
+_LEFT_OUT = "<sub>(evidence left out to fit one GitHub comment)</sub>\n"
+_TABLE_LEFT_OUT = "<sub>(the table of τ for every k′ left out to fit one GitHub comment)</sub>\n"
+_CUT = "<sub>(the rest is left out to fit one GitHub comment)</sub>\n"
+
+
+def _fit(parts: list[str], evidence: list[int], others: list[int]) -> str:
+    """The parts joined, within one GitHub comment. Each part is a whole block (a heading,
+    a paragraph, a table row, a ``<details>`` with its fenced lines), so cutting between
+    parts never leaves a fence or a ``<details>`` open. Too long: drop evidence blocks,
+    longest first, then the other droppable blocks; still too long: keep the parts that fit
+    from the top, and the footer."""
+    parts = list(parts)
+    size = sum(len(p) for p in parts) + len(parts) - 1
+    for group, placeholder in ((evidence, _LEFT_OUT), (others, _TABLE_LEFT_OUT)):
+        for i in sorted(group, key=lambda i: -len(parts[i])):
+            if size <= GITHUB_COMMENT_LIMIT:
+                break
+            size -= len(parts[i]) - len(placeholder)
+            parts[i] = placeholder
+    if size > GITHUB_COMMENT_LIMIT:
+        footer, kept = parts[-1], []
+        room = GITHUB_COMMENT_LIMIT - len(footer) - len(_CUT) - 2
+        for part in parts[:-1]:
+            if len(part) + 1 > room:
+                break
+            kept.append(part)
+            room -= len(part) + 1
+        parts = [*kept, _CUT, footer]
+    return "\n".join(parts)
 
 
 def _png(spec: dict[str, Any]) -> bytes:
