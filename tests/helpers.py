@@ -34,3 +34,44 @@ def explain(log: Any, got: list[dict[str, Any]], want: list[dict[str, Any]], wha
     rest = got[len(want) :] or want[len(got) :]
     extra = "read but not expected" if len(got) > len(want) else "expected but not read"
     return f"{head}\n{extra}: {rest[0]}\n{_show(log.text, rest[0].get('line'))}"
+
+
+# A small Python that starts the measured command and reports its peak RSS. Measured from
+# the test process itself, a child's ru_maxrss starts at the size of what forked it (Linux
+# keeps the high-water mark across exec): after hundreds of tests, ~400 MB of pytest.
+_LAUNCHER = """
+import json, os, subprocess, sys, threading, time
+cmd, limit, report = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+started = time.monotonic()
+proc = subprocess.Popen(cmd)
+killer = threading.Timer(limit, proc.kill)
+killer.start()
+_, status, usage = os.wait4(proc.pid, 0)
+killer.cancel()
+with open(report, "w") as f:
+    json.dump([os.waitstatus_to_exitcode(status), time.monotonic() - started,
+               usage.ru_maxrss / 1024], f)
+"""
+
+
+def run_measured(
+    cmd: list[str], *, env: dict[str, str], limit: float, stdout: object, stderr: object
+) -> tuple[int, float, float]:
+    """Run ``cmd`` (its output to the given files); return its exit status, seconds and
+    peak RSS in MB, measured in a process of its own."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as report:
+        subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, json.dumps(cmd), str(limit), report.name],
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+            check=True,
+            timeout=limit + 60,
+        )
+        status, seconds, rss = json.loads(open(report.name).read())
+    return int(status), float(seconds), float(rss)

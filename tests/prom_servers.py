@@ -1,6 +1,7 @@
 """Real servers on 127.0.0.1 for the Prometheus tests: a vLLM-shaped exporter whose
-counters grow at known rates, a real `prometheus` scraping it, and a small HTTP server
-that misbehaves on purpose."""
+counters grow at known rates, a real `prometheus` scraping it, a small HTTP server that
+misbehaves on purpose, and a hostile one (``Hostile``: huge answers generated as they are
+sent, trickles, redirects, Retry-After: 3600, NaN counts, 10^5 model names)."""
 
 from __future__ import annotations
 
@@ -36,11 +37,22 @@ def free_port() -> int:
 
 class VllmExporter:
     """Counters = rate x whole seconds since the (last) start, so that every interval
-    between two scrapes has exactly the ratios in RATES. ``restart`` resets them."""
+    between two scrapes has exactly the ratios in ``rates`` (RATES). ``restart`` resets
+    them. ``odd`` is a value (NaN, inf, -1) the spec-decode counters show at every third
+    collection."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        rates: dict[str, dict] | None = None,
+        running: dict[str, int] | None = None,
+        odd: float | None = None,
+    ) -> None:
         self.started = time.time()
         self.restarts = 0
+        self.rates = rates or RATES
+        self.running = running or RUNNING
+        self.odd = odd
+        self.collections = 0
 
     def restart(self) -> None:
         """A new server: counters start again from zero, and have counted a couple of
@@ -50,6 +62,8 @@ class VllmExporter:
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         n = math.floor(time.time() - self.started)
+        self.collections += 1
+        odd = self.odd is not None and self.collections % 3 == 0
         labels = ["model_name", "engine"]
         families = {
             name: CounterMetricFamily(f"vllm:spec_decode_num_{name}", name, labels=labels)
@@ -70,14 +84,18 @@ class VllmExporter:
             "Information of the LLMEngine CacheConfig",
             labels=["block_size", "cache_dtype", "enable_prefix_caching", "engine"],
         )
-        for engine, r in RATES.items():
+        for engine, r in self.rates.items():
             values = [MODEL, engine]
-            families["drafts"].add_metric(values, r["drafts"] * n)
-            families["draft_tokens"].add_metric(values, r["draft_tokens"] * n)
-            families["accepted_tokens"].add_metric(values, r["accepted"] * n)
+
+            def count(rate: int) -> float:
+                return self.odd if odd and self.odd is not None else rate * n
+
+            families["drafts"].add_metric(values, count(r["drafts"]))
+            families["draft_tokens"].add_metric(values, count(r["draft_tokens"]))
+            families["accepted_tokens"].add_metric(values, count(r["accepted"]))
             for position, rate in enumerate(r["per_pos"]):
-                per_pos.add_metric([*values, str(position)], rate * n)
-            running.add_metric(values, RUNNING[engine])
+                per_pos.add_metric([*values, str(position)], count(rate))
+            running.add_metric(values, self.running[engine])
             waiting.add_metric(values, 0)
             usage.add_metric(values, 0.5)
             queries.add_metric(values, 100 * n)
@@ -152,12 +170,16 @@ class Prometheus:
         self.log.close()
 
 
-def _matrix(path: str) -> bytes:
-    """A range-vector answer: drafts growing by 10 and accepted by 6 every 5 s up to the
-    query's time (k = 2), for one engine."""
+def _query_time(path: str) -> float:
     from urllib.parse import parse_qs, urlsplit
 
-    at = float(parse_qs(urlsplit(path).query)["time"][0])
+    return float(parse_qs(urlsplit(path).query)["time"][0])
+
+
+def _matrix(path: str, *, compact: bool = False) -> bytes:
+    """A range-vector answer: drafts growing by 10 and accepted by 6 every 5 s up to the
+    query's time (k = 2), for one engine; ``compact`` in Prometheus' own layout."""
+    at = _query_time(path)
     times = [at - 50 + 5 * i for i in range(11)]
     labels = {"instance": "x:1", "model_name": "m", "engine": "0"}
 
@@ -175,9 +197,8 @@ def _matrix(path: str) -> bytes:
         series("vllm:spec_decode_num_accepted_tokens_per_pos_total", 4, position="0"),
         series("vllm:spec_decode_num_accepted_tokens_per_pos_total", 2, position="1"),
     ]
-    return json.dumps(
-        {"status": "success", "data": {"resultType": "matrix", "result": result}}
-    ).encode()
+    answer = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    return json.dumps(answer, separators=(",", ":") if compact else None).encode()
 
 
 class Misbehaving:
@@ -236,3 +257,219 @@ class Misbehaving:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+_HEAD = b'{"status":"success","data":{"resultType":"matrix","result":['
+_DRAFTS = "vllm:spec_decode_num_drafts_total"
+
+
+def _series(labels: dict[str, str], values: list[tuple[float, str]]) -> bytes:
+    """One series in Prometheus' own layout (Go's encoder: no spaces)."""
+    metric = json.dumps(labels, separators=(",", ":"))
+    pairs = ",".join(f'[{t:.3f},"{v}"]' for t, v in values)
+    return b'{"metric":' + metric.encode() + b',"values":[' + pairs.encode() + b"]}"
+
+
+def _honest_items(path: str) -> bytes:
+    """The series of ``_matrix``'s answer, as items of a result list."""
+    body = _matrix(path, compact=True)
+    return body[len(_HEAD) : -len(b"]}}")]
+
+
+class Hostile:
+    """An HTTP server on 127.0.0.1 that is honest for a while, then hostile as ``mode``
+    says. Prometheus queries for a time before ``good_before`` and the first ``good_polls``
+    GETs of ``/metrics`` get an honest answer (``_matrix``, and the exposition of
+    ``exporter``); every other request gets the hostile one:
+
+    - ``label``: an answer with a series whose model_name is ``size`` bytes long
+    - ``huge``: an answer (or /metrics body) of ``size`` bytes
+    - ``trickle``: headers, then one byte a second; ``trickle_headers``: the headers so
+    - ``retry_after``: 429 with Retry-After: 3600; ``retry_once``: 429 with Retry-After: 1
+      on the first hostile request, honest after it
+    - ``redirect``: 302 to ``redirect_to`` (the same path)
+    - ``nan``: drafts counters with NaN, +Inf, -Inf and negative samples, and a real restart
+    - ``models``: ``size`` series (or /metrics lines), each with a model_name of its own
+
+    Huge bodies are generated as they are sent (never held), with no Content-Length: the
+    client learns the size only by reading."""
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        good_before: float = 0.0,
+        good_polls: int = 0,
+        size: int = 0,
+        redirect_to: str = "",
+        exporter: VllmExporter | None = None,
+    ) -> None:
+        self.mode = mode
+        self.good_before = good_before
+        self.good_polls = good_polls
+        self.size = size
+        self.redirect_to = redirect_to
+        self.exporter = exporter or VllmExporter()
+        self.registry = CollectorRegistry()
+        self.registry.register(self.exporter)  # type: ignore[arg-type]
+        self.requests = 0
+        self.polls = 0
+        self.hostile = 0
+        self.headers: list[dict[str, str]] = []
+        self.sent = 0  # bytes of hostile bodies written
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests += 1
+                outer.headers.append(dict(self.headers))
+                try:
+                    if self.path.startswith("/metrics"):
+                        outer.polls += 1
+                        if outer.polls <= outer.good_polls:
+                            self._send(200, outer.exposition(), "text/plain")
+                            return
+                    elif _query_time(self.path) < outer.good_before:
+                        self._send(200, _matrix(self.path, compact=True))
+                        return
+                    outer.hostile += 1
+                    outer.misbehave(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up: what a hostile server wants tested
+
+            def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def exposition(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+    def misbehave(self, h: BaseHTTPRequestHandler) -> None:
+        metrics = h.path.startswith("/metrics")
+        mode = self.mode
+        if mode == "retry_once" and self.hostile > 1:
+            body = self.exposition() if metrics else _matrix(h.path, compact=True)
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+            return
+        if mode in ("retry_after", "retry_once"):
+            h.send_response(429)
+            h.send_header("Retry-After", "3600" if mode == "retry_after" else "1")
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        if mode == "redirect":
+            h.send_response(302)
+            h.send_header("Location", self.redirect_to + h.path)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        if mode == "trickle_headers":
+            h.wfile.write(b"HTTP/1.0 200 OK\r\n")
+            for byte in b"X-Slow: " + b"a" * 10_000:
+                h.wfile.write(bytes([byte]))
+                h.wfile.flush()
+                time.sleep(1)
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain" if metrics else "application/json")
+        if mode == "trickle":
+            h.send_header("Content-Length", "1000000")
+        h.end_headers()
+        if mode == "trickle":
+            for _ in range(1_000_000):
+                h.wfile.write(b" ")
+                h.wfile.flush()
+                time.sleep(1)
+            return
+        for part in self._body(h.path, metrics):
+            h.wfile.write(part)
+            self.sent += len(part)
+
+    def _body(self, path: str, metrics: bool) -> Iterator[bytes]:
+        """The hostile body, a part at a time."""
+        if self.mode == "huge" and metrics:
+            line = b'vllm:num_requests_running{model_name="m",engine="0"} 1.0\n'
+            yield from _repeat(line, self.size)
+            return
+        if self.mode == "models" and metrics:
+            n = math.floor(time.time() - self.exporter.started)
+            yield b"# TYPE vllm:spec_decode_num_drafts counter\n"
+            for i in range(self.size):
+                yield (
+                    f'vllm:spec_decode_num_drafts_total{{model_name="model-{i:06d}",'
+                    f'engine="0"}} {10 * n}\n'
+                ).encode()
+            return
+        at = _query_time(path)
+        labels = {"__name__": _DRAFTS, "engine": "0", "instance": "x:1", "model_name": "m"}
+        if self.mode == "label":
+            yield _HEAD + b'{"metric":{"__name__":"' + _DRAFTS.encode() + b'","engine":"1",'
+            yield b'"instance":"x:1","model_name":"'
+            yield from _repeat(b"A" * 1024, self.size)
+            yield b'"},"values":[[' + f'{at - 5:.3f},"1"],[{at:.3f},"2"'.encode() + b"]]},"
+            yield _honest_items(path) + b"]}}"
+        elif self.mode == "huge":
+            yield _HEAD + b'{"metric":' + json.dumps(labels, separators=(",", ":")).encode()
+            yield b',"values":['
+            pair = f'[{at:.3f},"1"],'.encode()
+            yield from _repeat(pair, self.size)
+            yield f'[{at:.3f},"1"]]}}]}}}}'.encode()
+        elif self.mode == "nan":
+            # drafts: 0, 10, NaN, 20, +Inf, 30, -1, 40, -Inf, 50, then a restart to 5
+            # (k = 2, half accepted): 50 drafts, then 5 since the restart.
+            times = [at - 51 + 5 * i for i in range(11)]  # the last before the window end
+            drafts = ["0", "10", "NaN", "20", "+Inf", "30", "-1", "40", "-Inf", "50", "5"]
+
+            def scaled(factor: int) -> list[str]:
+                return [str(int(v) * factor) if v.isdigit() else v for v in drafts]
+
+            items = [
+                _series(labels, list(zip(times, drafts, strict=True))),
+                _series(
+                    {**labels, "__name__": "vllm:spec_decode_num_draft_tokens_total"},
+                    list(zip(times, scaled(2), strict=True)),
+                ),
+                _series(
+                    {**labels, "__name__": "vllm:spec_decode_num_accepted_tokens_total"},
+                    list(zip(times, drafts, strict=True)),
+                ),
+            ]
+            yield _HEAD + b",".join(items) + b"]}}"
+        elif self.mode == "models":
+            one = (
+                b'{"metric":{"__name__":"' + _DRAFTS.encode() + b'","engine":"0",'
+                b'"instance":"x:1","model_name":"model-%06d"},"values":[[%.3f,"%d"],[%.3f,"%d"]]}'
+            )
+            items = (one % (i, at - 10, i, at - 5, i + 10) for i in range(self.size))
+            yield _HEAD + b",".join(items) + b"]}}"
+        else:
+            raise ValueError(self.mode)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _repeat(unit: bytes, size: int) -> Iterator[bytes]:
+    """``size`` bytes (about) of ``unit`` over and over, in 1 MiB parts."""
+    part = unit * max(1, (1 << 20) // len(unit))
+    for _ in range(max(1, size // len(part))):
+        yield part

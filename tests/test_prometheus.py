@@ -102,11 +102,17 @@ def test_engine_stats_and_run_config(live, tmp_path):
         assert rows["prefix_cache_hit_rate"].drop_nulls().to_list() == pytest.approx(
             [0.25] * rows["prefix_cache_hit_rate"].drop_nulls().len()
         )
-    (run,) = store.runs.collect().to_dicts()
-    assert run["model"] == "Qwen/Qwen3-8B"
-    assert run["enable_prefix_caching"] is True
-    assert run["kv_cache_dtype"] == "fp8"
-    assert run["spec_records"] == store.spec_decode.collect().height
+    # Each data-parallel engine is a run of its own (issue 20), k from its position series.
+    runs = store.runs.collect().sort("pids").to_dicts()
+    assert [json.loads(r["pids"])["engine"] for r in runs] == list(RATES)
+    spec = store.spec_decode.collect()
+    for run in runs:
+        assert run["model"] == "Qwen/Qwen3-8B"
+        assert run["enable_prefix_caching"] is True
+        assert run["kv_cache_dtype"] == "fp8"
+        assert run["k"] == 3
+        assert run["spec_records"] == spec.filter(pl.col("run_id") == run["run_id"]).height
+    assert sum(r["spec_records"] for r in runs) == spec.height
 
 
 def test_incremental_pulls_have_no_gap_and_no_duplicate(live, tmp_path):

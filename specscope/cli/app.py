@@ -23,6 +23,8 @@ from specscope.analysis.compare import comparison_text
 from specscope.analysis.detectors import detect as run_detect
 from specscope.analysis.findings import Severity
 from specscope.analysis.runs import runs_overview
+from specscope.cli.check import EXAMPLES as CHECK_EXAMPLES
+from specscope.cli.check import check
 from specscope.cli.options import JsonOption, StoreOption, fail, print_json
 from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
 from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
@@ -53,6 +55,8 @@ app = typer.Typer(
 
 # The first command a user needs: from a paste to a verdict (and a report) in one step.
 app.command(epilog=TRIAGE_EXAMPLES)(triage)
+
+app.command(epilog=CHECK_EXAMPLES)(check)
 
 PROGRESS_BYTES = 50_000_000  # logs smaller than this are read before a bar would help
 
@@ -187,6 +191,26 @@ def pull(
     store: StoreOption = Path(DEFAULT_STORE),
     timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 30.0,
     retries: Annotated[int, typer.Option(help="Retries on 429/5xx, with backoff.")] = 3,
+    deadline: Annotated[
+        str | None,
+        typer.Option(
+            help="Give up the whole pull after this long (10m); what came before is kept."
+        ),
+    ] = None,
+    max_answer_mb: Annotated[
+        float | None,
+        typer.Option(
+            help="Refuse a Prometheus answer over this many MB "
+            "(default 100, or $SPECSCOPE_MAX_ANSWER_MB)."
+        ),
+    ] = None,
+    follow_redirects: Annotated[
+        bool,
+        typer.Option(
+            "--follow-redirects",
+            help="Follow a redirect to another host (refused otherwise), without the credentials.",
+        ),
+    ] = False,
     ca_bundle: Annotated[str | None, typer.Option(help="CA bundle for https.")] = None,
     insecure: Annotated[bool, typer.Option(help="Do not verify https certificates.")] = False,
     as_json: JsonOption = False,
@@ -209,6 +233,9 @@ def pull(
             retries=retries,
             ca_bundle=ca_bundle,
             insecure=insecure,
+            deadline=parse_duration(deadline).total_seconds() if deadline else None,
+            max_answer_mb=max_answer_mb,
+            follow_redirects=follow_redirects,
         )
     except SpecscopeError as exc:
         raise fail(exc) from exc
@@ -239,7 +266,22 @@ def scrape(
     count: Annotated[int | None, typer.Option(help="Polls to make (at least 2).")] = None,
     duration: Annotated[str | None, typer.Option(help="Poll for this long (10m).")] = None,
     store: StoreOption = Path(DEFAULT_STORE),
-    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 10.0,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds per poll, all of it (a trickling answer included).")
+    ] = 10.0,
+    max_body_mb: Annotated[
+        float | None,
+        typer.Option(
+            help="Refuse a /metrics body over this many MB (default 64, or $SPECSCOPE_MAX_BODY_MB)."
+        ),
+    ] = None,
+    follow_redirects: Annotated[
+        bool,
+        typer.Option(
+            "--follow-redirects",
+            help="Follow a redirect to another host (refused otherwise), without the credentials.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Read a /metrics endpoint directly (no Prometheus) and store the intervals.
@@ -255,6 +297,8 @@ def scrape(
             count=count,
             duration=parse_duration(duration).total_seconds() if duration else None,
             timeout=timeout,
+            max_body_mb=max_body_mb,
+            follow_redirects=follow_redirects,
         )
     except SpecscopeError as exc:
         raise fail(exc) from exc

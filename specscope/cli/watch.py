@@ -8,14 +8,12 @@ as they first appear. Ctrl-C ends it with a one-line summary; ``--store`` keeps 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 from rich.console import Console, Group
@@ -32,14 +30,10 @@ from specscope.errors import InputMissingError
 from specscope.logs.follow import FollowedLog
 from specscope.logs.ingest import frames
 from specscope.logs.parser import LineParser
-from specscope.prometheus.http import get_metrics, instance_of, new_session
-from specscope.prometheus.intervals import Series, intervals
-from specscope.prometheus.scrape import read_metrics
+from specscope.prometheus.intervals import intervals
+from specscope.prometheus.scrape import Poller
 from specscope.store.sources import source_id as new_source_id
 from specscope.thresholds import load_config
-
-if TYPE_CHECKING:
-    import requests
 
 RECENT = 6  # intervals in "recent"
 
@@ -64,8 +58,8 @@ class Watcher:
         self.source_id = new_source_id("watch", source)
         self.parser = LineParser()
         self.log = None if self.is_url else FollowedLog(Path(source))
-        self.series: dict[tuple[str, str], dict[float, float]] = {}
-        self.session: requests.Session | None = None  # made at the first poll of a URL
+        # Each poll bounded in size and time, series and targets bounded (as in scrape).
+        self.poller = Poller(source, timeout=max(1.0, interval)) if self.is_url else None
         self.seen: set[tuple[str, str | None]] = set()
         self.polls = 0
         self.config = load_config()
@@ -74,20 +68,16 @@ class Watcher:
 
     def step(self) -> Snapshot:
         """Read what is new and return the view's data."""
-        if self.is_url:
+        if self.poller is not None:
             self._poll()
-            got = intervals(
-                [
-                    Series(n, json.loads(lab), tuple(p.items()))
-                    for (n, lab), p in self.series.items()
-                ]
+            got = intervals(self.poller.batch())
+            # Each target (instance, model, engine) its own run, as in scrape and pull.
+            internal = ("_instance", "_model", "_engine", "_key", "_t")
+            spec, stats = (
+                _runs_apart(f).drop(internal, strict=False)
+                for f in (got.spec_decode, got.engine_stats)
             )
-            internal = ("_instance", "_model", "_key", "_t")
-            return Snapshot(
-                got.spec_decode.drop(internal, strict=False),
-                got.engine_stats.drop(internal, strict=False),
-                [],
-            )
+            return Snapshot(spec, stats, [])
         assert self.log is not None
         for number, line in self.log.read():
             self.parser.feed(number, line)
@@ -108,20 +98,21 @@ class Watcher:
         return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev))
 
     def _poll(self) -> None:
-        if self.session is None:
-            self.session = new_session()
-        at = self.clock()
-        text = get_metrics(
-            self.session, self.source, timeout=max(1.0, self.interval), shown=self.source
-        )
-        for name, labels, value in read_metrics(text, instance_of(self.source)):
-            self.series.setdefault((name, json.dumps(labels, sort_keys=True)), {})[at] = value
+        assert self.poller is not None
+        self.poller.poll(self.clock())
         self.polls += 1
 
     def new_findings(self, snap: Snapshot) -> list[Finding]:
         fresh = [f for f in snap.findings if (f.kind, f.run_id) not in self.seen]
         self.seen.update((f.kind, f.run_id) for f in fresh)
         return fresh
+
+
+def _runs_apart(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows with a ``run_id`` per target: two engines of one server are two runs."""
+    if rows.is_empty() or "_key" not in rows.columns:
+        return rows
+    return rows.with_columns(pl.col("_key").alias("run_id"))
 
 
 def _rate(rows: pl.DataFrame) -> tuple[float | None, float | None, list[float | None]]:

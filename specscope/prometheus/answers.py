@@ -7,13 +7,17 @@ the markers below cannot occur inside a label value): the sample lists are cut o
 markers and read by Arrow's CSV reader, many answers in one call. Any other layout (a proxy's,
 an added field, native histograms, a value that is not a number) goes through ``json``; a
 differential test holds the two to the same result.
+
+A series with a label value longer than ``MAX_LABEL_VALUE`` characters (or labels longer
+than ``MAX_LABELS`` bytes in all) is left out, its key None, and counted in ``dropped``:
+no telemetry needs one, and a 50 MB model name copied into every row is gigabytes.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -22,19 +26,35 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-__all__ = ["Answer", "SeriesKey", "decode", "decode_all", "series_key"]
+__all__ = [
+    "MAX_LABELS",
+    "MAX_LABEL_VALUE",
+    "Answer",
+    "SeriesKey",
+    "decode",
+    "decode_all",
+    "key_of",
+    "labels_fit",
+    "labels_of",
+    "series_key",
+]
 
 SeriesKey = tuple[str, str]
 """A series' name and its other labels as JSON with sorted keys."""
 
+MAX_LABEL_VALUE = 4096  # characters of one label value
+MAX_LABELS = 64 << 10  # bytes of a series' labels, names and values, as the answer has them
+
 
 @dataclass(frozen=True)
 class Answer:
-    """The series of one answer, in its order, and their samples one after another."""
+    """The series of one answer, in its order, and their samples one after another; the
+    key of a series left out for its labels is None."""
 
-    keys: list[SeriesKey]
+    keys: list[SeriesKey | None]
     counts: list[int]  # samples of each series
     samples: np.ndarray  # (sum(counts), 2): seconds, value
+    dropped: int = 0  # series left out: a label value too long
 
 
 _HEAD = b'{"status":"success","data":{"resultType":"matrix","result":['
@@ -59,31 +79,63 @@ def series_key(labels: dict[str, Any]) -> SeriesKey:
     return str(labels.get("__name__", "")), json.dumps(rest, sort_keys=True)
 
 
-@lru_cache(maxsize=8192)
-def _key_of(metric: bytes) -> SeriesKey:
-    # Each window's answer names the same series again: decoded once.
+def labels_fit(labels: dict[str, Any]) -> bool:
+    """No label value over ``MAX_LABEL_VALUE`` characters, ``MAX_LABELS`` in all."""
+    total = 0
+    for name, value in labels.items():
+        size = len(value) if isinstance(value, str) else len(str(value))
+        if size > MAX_LABEL_VALUE:
+            return False
+        total += len(name) + size
+    return total <= MAX_LABELS
+
+
+KeyOf = Callable[[bytes], SeriesKey | None]
+"""A series' key from its labels as the answer has them (a JSON object); None to leave
+the series out. ``decode_all`` takes one: a pull remembers the series it keeps."""
+
+
+def labels_of(metric: bytes | bytearray) -> dict[str, Any]:
+    """A series' labels from the JSON object an answer names it with."""
     labels = json.loads(metric)
     if not isinstance(labels, dict):
         raise ValueError("metric is not an object")
-    return series_key(labels)
+    return labels
 
 
-def decode(body: bytes) -> Answer:
+def key_of(metric: bytes | bytearray) -> SeriesKey | None:
+    """The key of a series named ``metric``; None when a label is too long."""
+    labels = labels_of(metric)
+    # No value of a metric this short can be too long.
+    fits = len(metric) <= MAX_LABEL_VALUE or labels_fit(labels)
+    return series_key(labels) if fits else None
+
+
+@lru_cache(maxsize=8192)
+def _cached_key_of(metric: bytes) -> SeriesKey | None:
+    # Each window's answer names the same series again: decoded once.
+    return key_of(metric)
+
+
+def decode(body: bytes | bytearray, key: KeyOf = _cached_key_of) -> Answer:
     """The series of a range-vector answer.
 
     Raises ``ValueError`` naming what is wrong when the body is not JSON, has no result
     list, or holds a sample that is not a (time, number) pair.
     """
-    got = decode_all([body])[0]
+    got = decode_all([body], key)[0]
     if isinstance(got, ValueError):
         raise got
     return got
 
 
-def decode_all(bodies: Sequence[bytes]) -> list[Answer | ValueError]:
+def decode_all(
+    bodies: Sequence[bytes | bytearray], key: KeyOf = _cached_key_of
+) -> list[Answer | ValueError]:
     """The series of each answer, or what is wrong with it; the samples of all answers in
-    Prometheus' layout are read in one call (a call costs as much as 100 kB of samples)."""
-    cuts = [_cut(body) for body in bodies]
+    Prometheus' layout are read in one call (a call costs as much as 100 kB of samples).
+    ``key`` names each series of those (``key_of``, cached, unless a caller has its own)."""
+    cuts = [_cut(body, key) for body in bodies]
     lines = [line for cut in cuts if cut is not None for line in cut.lines]
     together = _read_pairs(lines, sum(sum(cut.counts) for cut in cuts if cut is not None))
     out: list[Answer | ValueError] = []
@@ -98,32 +150,34 @@ def decode_all(bodies: Sequence[bytes]) -> list[Answer | ValueError]:
         if samples is None:
             out.append(_general_or_error(body))
         else:
-            out.append(Answer(cut.keys, cut.counts, samples))
+            out.append(Answer(cut.keys, cut.counts, samples, cut.keys.count(None)))
     return out
 
 
 @dataclass(frozen=True)
 class _Cut:
-    keys: list[SeriesKey]
+    keys: list[SeriesKey | None]
     counts: list[int]
-    lines: list[bytes]  # "seconds,\"value\"" lines, a series' after the one before
+    lines: list[bytes | bytearray]  # "seconds,\"value\"" lines, a series' after the one before
 
 
-def _cut(body: bytes) -> _Cut | None:
+def _cut(body: bytes | bytearray, key: KeyOf = _cached_key_of) -> _Cut | None:
     """An answer in Prometheus' own layout cut at its markers; None for any other."""
     if not body.startswith(_HEAD):
         return None
     pos = len(_HEAD)
-    metrics: list[bytes] = []
+    metrics: list[bytes | bytearray | None] = []
     counts: list[int] = []
-    lines: list[bytes] = []
+    lines: list[bytes | bytearray] = []
     while body.startswith(_ITEM, pos):
         mark = body.find(_VALUES, pos)
         close = body.find(_CLOSE, mark)
         if mark < 0 or close < 0:
             return None
         pairs = body[mark + len(_VALUES) : close]
-        metrics.append(body[pos + len(_ITEM) : mark])
+        # Labels too long to be telemetry are not even copied out of the body.
+        too_long = mark - pos - len(_ITEM) > 8 * MAX_LABELS
+        metrics.append(None if too_long else body[pos + len(_ITEM) : mark])
         if pairs:
             counts.append(pairs.count(_PAIRS) + 1)
             lines.append(pairs[1:-1].replace(_PAIRS, b"\n"))
@@ -136,12 +190,12 @@ def _cut(body: bytes) -> _Cut | None:
     if body[pos : pos + 1] != b"]":
         return None
     try:
-        return _Cut([_key_of(m) for m in metrics], counts, lines)
+        return _Cut([None if m is None else key(bytes(m)) for m in metrics], counts, lines)
     except ValueError:
         return None
 
 
-def _read_pairs(lines: list[bytes], expected: int) -> np.ndarray | None:
+def _read_pairs(lines: list[bytes | bytearray], expected: int) -> np.ndarray | None:
     if not expected:
         return np.empty((0, 2))
     try:
@@ -158,22 +212,22 @@ def _read_pairs(lines: list[bytes], expected: int) -> np.ndarray | None:
     return np.column_stack([c.to_numpy() for c in table.columns])
 
 
-def _general_or_error(body: bytes) -> Answer | ValueError:
+def _general_or_error(body: bytes | bytearray) -> Answer | ValueError:
     try:
         return _general(body)
     except ValueError as exc:
         return exc
 
 
-def _general(body: bytes) -> Answer:
+def _general(body: bytes | bytearray) -> Answer:
     try:
         answer: Any = json.loads(body)
     except ValueError as exc:
-        raise ValueError(f"not JSON: {body[:80]!r}") from exc
+        raise ValueError(f"not JSON: {bytes(body[:80])!r}") from exc
     result = answer.get("data", {}).get("result") if isinstance(answer, dict) else None
     if not isinstance(result, list):
-        raise ValueError(f"no result list: {body[:80]!r}")
-    keys: list[SeriesKey] = []
+        raise ValueError(f"no result list: {bytes(body[:80])!r}")
+    keys: list[SeriesKey | None] = []
     counts: list[int] = []
     arrays: list[np.ndarray] = []
     for item in result:
@@ -187,7 +241,8 @@ def _general(body: bytes) -> Answer:
             raise ValueError(f"a sample that is not (time, number): {str(values)[:80]}") from exc
         if len(samples) != len(values):
             raise ValueError(f"a sample that is not (time, number): {str(values)[:80]}")
-        keys.append(series_key(metric))
+        keys.append(series_key(metric) if labels_fit(metric) else None)
         counts.append(len(samples))
         arrays.append(samples)
-    return Answer(keys, counts, np.concatenate(arrays) if arrays else np.empty((0, 2)))
+    samples = np.concatenate(arrays) if arrays else np.empty((0, 2))
+    return Answer(keys, counts, samples, keys.count(None))

@@ -5,7 +5,12 @@ Counters are cumulative and reset when a server restarts: an interval is the dif
 between two consecutive samples of one series, and a sample lower than the one before
 means the counter started again from zero, so the new value is the interval's count.
 All series of one target are scraped at one timestamp, which lines the per-position
-counts up with the drafts of the same interval.
+counts up with the drafts of the same interval. A sample that is NaN, infinite or negative
+is no count at all: it is dropped with a note, never read as a restart.
+
+A target (a run) is an instance, a model and an engine: two data-parallel engines of one
+server are two runs, each with its own load. ``Admission`` bounds the series and targets
+one pull or scrape keeps.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ Point = tuple[float, float]  # (unix seconds, value)
 
 
 MAX_POSITION = 4096  # the largest per-position index read (as in log lines)
+MAX_SERIES = 100_000  # series one pull or scrape keeps (the first seen)
+MAX_TARGETS = 1_000  # targets (runs) one pull or scrape keeps (the first seen)
 
 
 @dataclass(frozen=True)
@@ -60,18 +67,72 @@ def target_key(target: Target) -> str:
     return json.dumps(target)
 
 
+class Admission:
+    """Which series a pull or a scrape keeps: the first ``max_series`` series of the first
+    ``max_targets`` targets it sees; the rest are left out and counted for a note."""
+
+    _COUNTED = 100_000  # distinct left-out series remembered for the count
+
+    def __init__(self, max_series: int = MAX_SERIES, max_targets: int = MAX_TARGETS) -> None:
+        self.max_series = max_series
+        self.max_targets = max_targets
+        self.series = 0
+        self.targets: set[Target] = set()
+        self.left_out: dict[int, str] = {}  # hashes of the keys of series left out: why
+        self.left_targets: set[Target] = set()
+
+    def refused(self, key: object) -> bool:
+        """Whether a series was left out before (most likely: its key's hash is known)."""
+        return hash(key) in self.left_out
+
+    def admit(self, key: object, labels: Mapping[str, str]) -> bool:
+        """Whether to keep a series not seen before (``key`` names it for the count)."""
+        target = target_of(labels)
+        if self.series >= self.max_series:
+            why = "series"
+        elif target not in self.targets and len(self.targets) >= self.max_targets:
+            why = "targets"
+        else:
+            self.series += 1
+            self.targets.add(target)
+            return True
+        if len(self.left_out) < self._COUNTED:
+            self.left_out[hash(key)] = why
+            if why == "targets":
+                self.left_targets.add(target)
+        return False
+
+    def notes(self) -> list[str]:
+        out = []
+        more = "+" if len(self.left_out) >= self._COUNTED else ""
+        by_targets = sum(why == "targets" for why in self.left_out.values())
+        by_series = len(self.left_out) - by_targets
+        if by_targets:
+            out.append(
+                f"more than {self.max_targets:,} targets (instance, model_name, engine): kept "
+                f"the first seen, left out {by_targets:,}{more} series of "
+                f"{len(self.left_targets):,}{more} targets"
+            )
+        if by_series:
+            out.append(
+                f"more than {self.max_series:,} series: kept the first seen, left out "
+                f"{by_series:,}{more} series"
+            )
+        return out
+
+
 _EMPTY = pl.DataFrame()
 
 
 @dataclass
 class Intervals:
     """What a batch of series gives: a frame of rows per table (the store's columns, and
-    ``_instance``, ``_model``, ``_key`` naming the target, ``_t`` the sample's unix
-    time), run configs, and notes."""
+    ``_instance``, ``_model``, ``_engine``, ``_key`` naming the target, ``_t`` the sample's
+    unix time), run configs by target, and notes."""
 
     spec_decode: pl.DataFrame = field(default_factory=lambda: _EMPTY)
     engine_stats: pl.DataFrame = field(default_factory=lambda: _EMPTY)
-    runs: dict[tuple[str | None, str | None], Row] = field(default_factory=dict)
+    runs: dict[Target, Row] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -87,6 +148,7 @@ class _Samples:
     series: pl.DataFrame
     targets: list[Target]
     labels: list[Mapping[str, str]]
+    dropped: dict[str, int] = field(default_factory=dict)  # samples that are no count, by why
 
     def of(self, columns: Mapping[str, str], *, changes: bool = False) -> pl.DataFrame:
         """The samples (or changes) of the series named in ``columns``, each with the
@@ -115,9 +177,10 @@ def _samples(series: Iterable[Series]) -> _Samples:
     arrays, names, tids, positions = [], [], [], []
     labels: list[Mapping[str, str]] = []
     targets: dict[Target, int] = {}
+    dropped = {"NaN": 0, "±Inf": 0, "negative": 0}
     for s in series:
         labels.append(s.labels)
-        arrays.append(_in_time_order(np.asarray(s.points, dtype=np.float64).reshape(-1, 2)))
+        arrays.append(_in_time_order(_counts_only(s.points, dropped)))
         names.append(canonical_name(s.name))
         target = target_of(s.labels)
         tids.append(targets.setdefault(target, len(targets)))
@@ -150,7 +213,22 @@ def _samples(series: Iterable[Series]) -> _Samples:
         {"sid": range(len(names)), "name": names, "tid": tids, "position": positions},
         schema={"sid": pl.Int64, "name": pl.String, "tid": pl.Int64, "position": pl.Int64},
     )
-    return _Samples(points, changes, meta, list(targets), labels)
+    return _Samples(points, changes, meta, list(targets), labels, dropped)
+
+
+def _counts_only(points: Sequence[Point] | np.ndarray, dropped: dict[str, int]) -> np.ndarray:
+    """The samples whose time and value are finite and whose value is not negative: no
+    counter or gauge specscope reads holds anything else, and a NaN or a -1 among counts
+    would read as a restart (the next value, or the whole counter, as new counts)."""
+    array = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    good = np.isfinite(array).all(axis=1) & (array[:, 1] >= 0)
+    if good.all():
+        return array
+    value = array[:, 1]
+    dropped["NaN"] += int(np.isnan(value).sum())
+    dropped["±Inf"] += int(np.isinf(value).sum())
+    dropped["negative"] += int((value < 0).sum() - (value == -np.inf).sum())
+    return array[good]
 
 
 def _in_time_order(points: np.ndarray) -> np.ndarray:
@@ -185,6 +263,11 @@ def intervals(series: Iterable[Series], *, after: float | None = None) -> Interv
     ``after`` (what an earlier pull stored) are left out."""
     out = Intervals()
     got = _samples(series)
+    bad = ", ".join(f"{n:,} {why}" for why, n in got.dropped.items() if n)
+    if bad:
+        out.notes.append(
+            f"samples dropped ({bad}): not a count, so not read as a counter restart either"
+        )
     names = set(got.series["name"].to_list())
     if V0_ONLY in names and "vllm:spec_decode_num_drafts_total" not in names:
         out.notes.append(
@@ -199,6 +282,7 @@ def intervals(series: Iterable[Series], *, after: float | None = None) -> Interv
             "tid": range(len(got.targets)),
             "_instance": [t[0] for t in got.targets],
             "_model": [t[1] for t in got.targets],
+            "_engine": [t[2] for t in got.targets],
             "_key": [target_key(t) for t in got.targets],
             "engine": [_int(t[2]) for t in got.targets],
         },
@@ -206,6 +290,7 @@ def intervals(series: Iterable[Series], *, after: float | None = None) -> Interv
             "tid": pl.Int64,
             "_instance": pl.String,
             "_model": pl.String,
+            "_engine": pl.String,
             "_key": pl.String,
             "engine": pl.Int32,
         },
@@ -433,36 +518,51 @@ def _sglang_stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
 
 
 def _run_configs(got: _Samples, out: Intervals) -> None:
-    """One run per (instance, model_name), configured by what the labels say; a target
-    with rows of both servers takes the server of its last (stats after spec decode)."""
-    info_by_instance: dict[str | None, Mapping[str, str]] = {}
-    for sid, name in zip(got.series["sid"], got.series["name"], strict=True):
+    """One run per target (instance, model_name, engine), configured by what the labels
+    say (the cache config of its engine, else of its instance; k from how many positions
+    the per-position counter names); a target with rows of both servers takes the server
+    of its last (stats after spec decode)."""
+    info: dict[tuple[str | None, str | None], Mapping[str, str]] = {}
+    positions: dict[int, set[int]] = {}
+    for sid, name, tid, position in got.series.select("sid", "name", "tid", "position").iter_rows():
         if name == CONFIG_INFO:
-            info_by_instance.setdefault(got.labels[sid].get("instance"), got.labels[sid])
+            labels = got.labels[sid]
+            instance = labels.get("instance")
+            info.setdefault((instance, labels.get("engine")), labels)
+            info.setdefault((instance, None), labels)
+        elif name == PER_POSITION and position is not None:
+            positions.setdefault(tid, set()).add(position)
     seen = [
-        f.select("_instance", "_model", "format")
+        f.select("_instance", "_model", "_engine", "format")
         for f in (out.spec_decode, out.engine_stats)
         if not f.is_empty()
     ]
     if not seen:
         return
-    servers = pl.concat(seen).group_by("_instance", "_model", maintain_order=True).last()
-    for instance, model, fmt in servers.iter_rows():
-        run: Row = {"model": model, "instance": instance}
+    tids = {t: i for i, t in enumerate(got.targets)}
+    servers = pl.concat(seen).group_by("_instance", "_model", "_engine", maintain_order=True)
+    for instance, model, engine, fmt in servers.last().iter_rows():
+        run: Row = {"model": model, "instance": instance, "engine": engine}
         run["server"] = "sglang" if fmt == "prometheus_sglang" else "vllm"
-        info = info_by_instance.get(instance)
-        if info:
-            caching = info.get("enable_prefix_caching")
+        named = positions.get(tids[(instance, model, engine)])
+        if named:
+            run["k"] = len(named)
+        config = info.get((instance, engine)) or info.get((instance, None))
+        if config:
+            caching = config.get("enable_prefix_caching")
             if caching in ("True", "False"):
                 run["enable_prefix_caching"] = caching == "True"
-            dtype = info.get("cache_dtype")
+            dtype = config.get("cache_dtype")
             if dtype:
                 run["kv_cache_dtype"] = dtype
-        out.runs[(instance, model)] = run
+        out.runs[(instance, model, engine)] = run
 
 
 __all__ = [
+    "MAX_SERIES",
+    "MAX_TARGETS",
     "SERIES_NAMES",
+    "Admission",
     "Intervals",
     "Series",
     "canonical_name",

@@ -12,33 +12,55 @@ before is kept and the watermark does not pass the gap.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-import polars as pl
 import regex
 
 from specscope.durations import parse_duration, parse_time
 from specscope.errors import PrometheusError, UsageError
-from specscope.prometheus.answers import Answer, SeriesKey, decode_all
-from specscope.prometheus.intervals import Intervals, Series, intervals
+from specscope.prometheus.answers import (
+    MAX_LABEL_VALUE,
+    MAX_LABELS,
+    Answer,
+    SeriesKey,
+    decode_all,
+    labels_fit,
+    labels_of,
+    series_key,
+)
+from specscope.prometheus.http import (
+    DEFAULT_MAX_ANSWER_MB,
+    MAX_ANSWER_ENV,
+    MAX_RETRY_AFTER_S,
+    MB,
+    Budget,
+    Http,
+    new_session,
+    size_limit,
+)
+from specscope.prometheus.intervals import (
+    MAX_SERIES,
+    MAX_TARGETS,
+    Admission,
+    Series,
+    intervals,
+)
 from specscope.prometheus.names import SERIES_NAMES
-from specscope.schema import store_columns
+from specscope.prometheus.storing import PullReport, store_intervals
 from specscope.store.layout import default_store_path
 from specscope.store.reading import Store
 from specscope.store.sources import source_id as new_source_id
-from specscope.store.sources import sources_row
-from specscope.store.writing import StoreWriter
 
 if TYPE_CHECKING:
     import requests
@@ -123,95 +145,59 @@ class Window:
     end: float
 
 
-@dataclass
-class PullReport:
-    url: str
-    selector: str | None
-    source_id: str
-    start: datetime
-    end: datetime
-    requests: int = 0
-    samples: int = 0
-    added: dict[str, int] = field(default_factory=dict)
-    runs: int = 0
-    notes: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # windows that could not be read
-    watermark: datetime | None = None
-    kind: str = "prometheus"  # or "scrape": a /metrics endpoint read directly
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        for key in ("start", "end", "watermark"):
-            d[key] = d[key].isoformat() if d[key] is not None else None
-        return d
-
-
 class Client:
-    """The HTTP side: range-vector queries with retries, backoff and a timeout."""
+    """The HTTP side: range-vector queries, each bounded in size and in time as a whole,
+    with retries, backoff and a capped ``Retry-After`` (``specscope.prometheus.http``)."""
 
-    def __init__(self, endpoint: Endpoint, *, timeout: float = 30.0, retries: int = 3) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB,
+        follow_redirects: bool = False,
+        max_retry_after: float = MAX_RETRY_AFTER_S,
+        deadline: float | None = None,
+    ) -> None:
         # Imported when a pull starts: requests and its kin add 7 MB to every command, and
         # an ingest has 300 MB in all (likewise in scrape and watch).
-        import requests
-        from prometheus_api_client import PrometheusConnect
-        from urllib3.util.retry import Retry
-
-        session = requests.Session()
+        session = new_session()
         session.verify = endpoint.verify
-        retry = Retry(
-            total=retries,
-            backoff_factor=0.5,
-            status_forcelist=(429, 500, 502, 503, 504),
-            allowed_methods=("GET",),
-            respect_retry_after_header=True,
-            raise_on_status=False,
-        )
         self.endpoint = endpoint
-        self.timeout = timeout
         headers = dict(endpoint.headers)
         if _loopback(endpoint.url):
             # Compressing costs both ends CPU and saves nothing on loopback.
             headers["Accept-Encoding"] = "identity"
-        self.prom = PrometheusConnect(
-            url=endpoint.url,
-            headers=headers,
-            disable_ssl=endpoint.verify is False,
-            retry=retry,
-            auth=endpoint.auth,
-            session=session,
-            timeout=timeout,
-        )
-        if isinstance(endpoint.verify, str):
-            session.verify = endpoint.verify
         self.session = session
-        self.auth = _settle_environment(session, endpoint)
-        self.requests = 0
+        self.http = Http(
+            session,
+            shown=endpoint.url,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            retries=retries,
+            follow_redirects=follow_redirects,
+            max_retry_after=max_retry_after,
+            deadline=deadline,
+            headers=headers,
+            auth=_settle_environment(session, endpoint),
+        )
+        self.budget = Budget()
 
-    def range_body(self, selector: str, seconds: int, at: float) -> bytes:
-        """The answer to ``selector[seconds]`` at ``at``, undecoded."""
-        import requests
+    @property
+    def requests(self) -> int:
+        return self.http.requests
 
-        self.requests += 1
-        # Not ``custom_query``: it decodes the answer with ``json``, the slowest part of a
-        # pull; ``matrix.decode_all`` reads Prometheus' layout in bulk.
-        try:
-            response = self.session.get(
-                f"{self.prom.url}/api/v1/query",
-                params={"query": f"{selector}[{seconds}s]", "time": f"{at:.3f}"},
-                headers=self.prom.headers,
-                auth=self.auth,
-                timeout=self.timeout,
-            )
-        except requests.exceptions.RequestException as exc:
-            raise PrometheusError(
-                f"cannot reach {self.endpoint.url} ({type(exc).__name__})"
-            ) from exc
-        if response.status_code != 200:
-            raise PrometheusError(
-                f"{self.endpoint.url} answered: "
-                + _short(f"HTTP Status Code {response.status_code} ({response.content!r})")
-            )
-        return response.content
+    def range_body(self, selector: str, seconds: int, at: float, ticket: int = 0) -> bytearray:
+        """The answer to ``selector[seconds]`` at ``at``, undecoded. Not through
+        prometheus_api_client: it decodes with ``json``, the slowest part of a pull
+        (``answers.decode_all`` reads Prometheus' layout in bulk), and reads whole bodies."""
+        return self.http.get(
+            f"{self.endpoint.url}/api/v1/query",
+            {"query": f"{selector}[{seconds}s]", "time": f"{at:.3f}"},
+            budget=self.budget,
+            ticket=ticket,
+        )
 
 
 def _settle_environment(session: requests.Session, endpoint: Endpoint) -> Any:
@@ -236,44 +222,59 @@ def _loopback(url: str) -> bool:
         return False
 
 
-def _short(exc: Exception | str) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300]
-
-
-def _fetch(client: Client, selector: str, window: Window) -> list[tuple[Window, bytes]]:
+def _fetch(
+    client: Client, selector: str, window: Window, ticket: int = 0
+) -> list[tuple[Window, bytearray]]:
     """One window's answers, in halves while the server finds a window too big."""
     seconds = max(1, round(window.end - window.start))
     try:
-        return [(window, client.range_body(selector, seconds, window.end))]
+        return [(window, client.range_body(selector, seconds, window.end, ticket))]
     except PrometheusError as exc:
         if _TOO_MANY.search(exc.message) and seconds > MIN_WINDOW_S:
             middle = window.start + (window.end - window.start) / 2
-            return _fetch(client, selector, Window(window.start, middle)) + _fetch(
-                client, selector, Window(middle, window.end)
+            return _fetch(client, selector, Window(window.start, middle), ticket) + _fetch(
+                client, selector, Window(middle, window.end), ticket
             )
         raise
 
 
 _Failure = tuple[Window, str]  # a window and what went wrong with it
+_LEFT_OUT: SeriesKey = ("", "a series past the limits")
 
 
 class _Gathered:
     """A pull's samples, per series in the order they came. Answers wait undecoded until
     a few MB of them are there, then are decoded in one call."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, admission: Admission | None = None) -> None:
         self.url = url
+        self.admission = admission or Admission()
         self.ids: dict[SeriesKey, int] = {}
         self.started: list[bool] = []  # per series: a sample of it is kept
         self.rows: list[np.ndarray] = []
         self.row_ids: list[np.ndarray] = []
         self.samples = 0
+        self.long_labels = 0  # series left out for a long label (the most in one answer)
+        # The labels of the series kept, as answers send them, and hashes of those of the
+        # series left out (True: past the limits; False: a label too long): a series named
+        # again in the next window is not decoded again.
+        self.raw_keys: dict[bytes, SeriesKey] = {}
+        self.raw_left: dict[int, bool] = {}
         self.until: float | None = None  # the end of the last window wholly kept
-        self.waiting: list[tuple[Window, list[tuple[Window, bytes]]]] = []
+        self.waiting: list[tuple[Window, list[tuple[Window, bytearray]]]] = []
         self.waiting_bytes = 0
 
-    def take(self, window: Window, answers: list[tuple[Window, bytes]]) -> _Failure | None:
+    def notes(self) -> list[str]:
+        out = self.admission.notes()
+        if self.long_labels:
+            out.append(
+                f"left out {self.long_labels:,} series (the most in one answer) with a label "
+                f"value over {MAX_LABEL_VALUE:,} characters, or labels over "
+                f"{MAX_LABELS // 1024} KiB in all"
+            )
+        return out
+
+    def take(self, window: Window, answers: list[tuple[Window, bytearray]]) -> _Failure | None:
         """Queue the answers for ``window`` (one, or one per part of a split window)."""
         self.waiting.append((window, answers))
         self.waiting_bytes += sum(len(body) for _, body in answers)
@@ -283,7 +284,8 @@ class _Gathered:
         """Decode and keep what waits, in order, up to the first malformed answer: that
         answer's window and what is wrong, if there is one."""
         waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
-        decoded = iter(decode_all([body for _, answers in waiting for _, body in answers]))
+        bodies = [body for _, answers in waiting for _, body in answers]
+        decoded = iter(decode_all(bodies, self.key_of))
         for window, answers in waiting:
             for part, _ in answers:
                 got = next(decoded)
@@ -297,9 +299,15 @@ class _Gathered:
         at = answer.samples[:, 0]
         keep = (at > window.start) & (at <= window.end)  # a boundary sample: one window
         ids = np.empty(len(answer.keys), dtype=np.int64)
+        self.long_labels = max(self.long_labels, answer.dropped)
         first = 0
         for i, (key, n) in enumerate(zip(answer.keys, answer.counts, strict=True)):
-            sid = ids[i] = self.ids.setdefault(key, len(self.ids))
+            sid = self._id(key)
+            ids[i] = max(sid, 0)
+            if sid < 0:  # left out: a long label, or past the limits
+                keep[first : first + n] = False
+                first += n
+                continue
             if sid == len(self.started):
                 self.started.append(False)
             if n and not self.started[sid]:
@@ -309,6 +317,43 @@ class _Gathered:
         self.rows.append(answer.samples[keep])
         self.row_ids.append(np.repeat(ids, answer.counts)[keep])
         return int(keep.sum())
+
+    def key_of(self, metric: bytes) -> SeriesKey | None:
+        """The key of a series an answer names (``answers.KeyOf``): None for one with a
+        label too long, ``_LEFT_OUT`` for one past the limits on series and targets."""
+        key = self.raw_keys.get(metric)
+        if key is not None:
+            return key
+        known = self.raw_left.get(hash(metric))
+        if known is not None:
+            return _LEFT_OUT if known else None
+        labels = labels_of(metric)
+        fits = len(metric) <= MAX_LABEL_VALUE or labels_fit(labels)
+        key = series_key(labels) if fits else None
+        if key is not None and (key in self.ids or self._admit(key, labels)):
+            if len(metric) <= 1024:
+                self.raw_keys[metric] = key
+            return key
+        if len(self.raw_left) < MAX_SERIES:
+            self.raw_left[hash(metric)] = fits
+        return _LEFT_OUT if fits else None
+
+    def _admit(self, key: SeriesKey, labels: dict[str, Any]) -> bool:
+        if self.admission.refused(key) or not self.admission.admit(key, labels):
+            return False
+        self.ids[key] = len(self.ids)
+        return True
+
+    def _id(self, key: SeriesKey | None) -> int:
+        """The series' number; -1 for one left out."""
+        if key is None or key is _LEFT_OUT:
+            return -1
+        sid = self.ids.get(key)
+        if sid is None:
+            if not self._admit(key, json.loads(key[1])):
+                return -1
+            sid = self.ids[key]
+        return sid
 
     def series(self) -> list[Series]:
         """Every series named in an answer, with its samples (none, for some)."""
@@ -346,66 +391,117 @@ def pull(
     window_s: int = DEFAULT_WINDOW_S,
     env: Mapping[str, str] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    max_answer_mb: float | None = None,
+    follow_redirects: bool = False,
+    deadline: float | None = None,
+    max_retry_after: float = MAX_RETRY_AFTER_S,
+    max_series: int = MAX_SERIES,
+    max_targets: int = MAX_TARGETS,
 ) -> PullReport:
-    """Pull the samples since the last pull (or ``since`` / ``start``..``end``) into the store."""
+    """Pull the samples since the last pull (or ``since`` / ``start``..``end``) into the store.
+
+    ``timeout`` bounds each request as a whole; ``deadline`` (seconds) the whole pull.
+    An answer over ``max_answer_mb`` (default ``$SPECSCOPE_MAX_ANSWER_MB`` or 100) is
+    refused; a redirect to another host is refused unless ``follow_redirects``. The store
+    is locked only to write what was read, not while the server is asked."""
+    env = os.environ if env is None else env
     endpoint = Endpoint.from_url(url, env=env, ca_bundle=ca_bundle, insecure=insecure)
     query = series_selector(selector)
-    target = (
-        store
-        if isinstance(store, Store)
-        else Store(store or default_store_path(dict(os.environ if env is None else env)))
-    )
+    max_bytes = size_limit(max_answer_mb, env, MAX_ANSWER_ENV, DEFAULT_MAX_ANSWER_MB)
+    until = None if deadline is None else time.monotonic() + deadline
+    target = store if isinstance(store, Store) else Store(store or default_store_path(dict(env)))
+    target.manifest()  # a store of a newer schema is refused before the server is asked
     source_id = new_source_id("prometheus", f"{endpoint.url}|{selector or ''}")
+    marks = _marks(_source(target, source_id)[0])
+    t_end = _as_time(end) if end is not None else now()
+    if start is not None:
+        t_start = _as_time(start)
+    elif marks:
+        t_start = datetime.fromtimestamp(min(marks.values()), UTC)
+    else:
+        t_start = t_end - (_as_delta(since) if since is not None else timedelta(hours=1))
+    report = PullReport(endpoint.url, selector, source_id, t_start, t_end)
+    if t_start >= t_end:
+        report.notes.append("nothing new since the last pull")
+        report.watermark = t_start
+        return report
+    client = Client(
+        endpoint,
+        timeout=timeout,
+        retries=retries,
+        max_bytes=max_bytes,
+        follow_redirects=follow_redirects,
+        max_retry_after=max_retry_after,
+        deadline=until,
+    )
+    gathered = _Gathered(endpoint.url, Admission(max_series, max_targets))
+    windows = _windows(t_start.timestamp() - LOOKBACK_S, t_end.timestamp(), window_s)
+    failed = _read_windows(client, query, windows, gathered)
+    if failed:
+        window, message = failed
+        report.failed.append(f"{_iso(window.start)} .. {_iso(window.end)}: {message}")
+    report.samples = gathered.samples
+    read_until = gathered.until if gathered.until is not None else windows[0].start
+    report.requests = client.requests
+    if report.failed and not gathered.ids:
+        raise PrometheusError(report.failed[0].split(": ", 1)[1])
+    report.notes.extend(f"followed a redirect to {o}" for o in sorted(client.http.followed))
+    report.notes.extend(gathered.notes())
+    got = intervals(gathered.series(), after=None)
+    report.notes.extend(got.notes)
+    # Locked only now: a slow server keeps no other writer waiting. The watermarks are
+    # read again under the lock, so a pull that wrote meanwhile is not stored twice.
     with target.writer() as writer:
-        known = target.sources.collect().to_dicts()
-        previous = next((k for k in known if k["source_id"] == source_id), None)
-        marks: dict[str, float] = (
-            json.loads(previous["watermarks"]) if previous and previous.get("watermarks") else {}
-        )
-        t_end = _as_time(end) if end is not None else now()
-        if start is not None:
-            t_start = _as_time(start)
-        elif marks:
-            t_start = datetime.fromtimestamp(min(marks.values()), UTC)
-        else:
-            t_start = t_end - (_as_delta(since) if since is not None else timedelta(hours=1))
-        report = PullReport(endpoint.url, selector, source_id, t_start, t_end)
-        if t_start >= t_end:
-            report.notes.append("nothing new since the last pull")
-            report.watermark = t_start
-            return report
-        client = Client(endpoint, timeout=timeout, retries=retries)
-        gathered = _Gathered(endpoint.url)
-        windows = _windows(t_start.timestamp() - LOOKBACK_S, t_end.timestamp(), window_s)
-        failed: _Failure | None = None
-        with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="specscope-pull") as ahead:
-            pending = deque(ahead.submit(_fetch, client, query, w) for w in windows[:IN_FLIGHT])
-            for i, window in enumerate(windows):
-                try:
-                    answers = pending.popleft().result()
-                except PrometheusError as exc:
-                    failed = (window, exc.message)
-                    for later in pending:
-                        later.cancel()
-                    break
-                # The next windows are asked for while this one is decoded.
-                if i + IN_FLIGHT < len(windows):
-                    pending.append(ahead.submit(_fetch, client, query, windows[i + IN_FLIGHT]))
-                if failed := gathered.take(window, answers):
-                    break
-        failed = gathered.settle() or failed  # a malformed answer comes before the failure
-        if failed:
-            window, message = failed
-            report.failed.append(f"{_iso(window.start)} .. {_iso(window.end)}: {message}")
-        report.samples = gathered.samples
-        read_until = gathered.until if gathered.until is not None else windows[0].start
-        report.requests = client.requests
-        if report.failed and not gathered.ids:
-            raise PrometheusError(report.failed[0].split(": ", 1)[1])
-        got = intervals(gathered.series(), after=None)
-        report.notes.extend(got.notes)
-        store_intervals(writer, target, got, report, marks, previous, read_until, known)
+        previous, known = _source(target, source_id)
+        store_intervals(writer, target, got, report, _marks(previous), previous, read_until, known)
     return report
+
+
+def _source(store: Store, source_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The stored row of this source (None before the first pull), and every source row."""
+    known = store.sources.collect().to_dicts()
+    return next((k for k in known if k["source_id"] == source_id), None), known
+
+
+def _marks(previous: dict[str, Any] | None) -> dict[str, float]:
+    if previous and previous.get("watermarks"):
+        marks: dict[str, float] = json.loads(previous["watermarks"])
+        return marks
+    return {}
+
+
+def _read_windows(
+    client: Client, query: str, windows: list[Window], gathered: _Gathered
+) -> _Failure | None:
+    """Read the windows in order, two requests in flight, up to the first that fails."""
+    failed: _Failure | None = None
+
+    def fetch(i: int) -> Future[list[tuple[Window, bytearray]]]:
+        client.budget.open(i)
+        return ahead.submit(_fetch, client, query, windows[i], i)
+
+    with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="specscope-pull") as ahead:
+        pending = deque(fetch(i) for i in range(min(IN_FLIGHT, len(windows))))
+        for i, window in enumerate(windows):
+            try:
+                answers = pending.popleft().result()
+            except PrometheusError as exc:
+                failed = (window, exc.message)
+                client.budget.release(i)
+                break
+            # The next windows are asked for while this one is decoded.
+            if i + IN_FLIGHT < len(windows):
+                pending.append(fetch(i + IN_FLIGHT))
+            failed = gathered.take(window, answers)
+            del answers
+            client.budget.release(i)
+            if failed:
+                break
+        if failed:
+            client.http.stop()  # the requests still in flight are abandoned
+            for later in pending:
+                later.cancel()
+    return gathered.settle() or failed  # a malformed answer comes before the failure
 
 
 def _as_time(value: str | datetime) -> datetime:
@@ -420,125 +516,6 @@ def _as_delta(value: str | timedelta) -> timedelta:
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def store_intervals(
-    writer: StoreWriter,
-    store: Store,
-    got: Intervals,
-    report: PullReport,
-    marks: dict[str, float],
-    previous: dict[str, Any] | None,
-    read_until: float,
-    known: list[dict[str, Any]],
-) -> None:
-    """Keep the intervals past their target's watermark (or the window's start) and up to
-    the end of what was read, then move the watermarks to the newest interval kept."""
-    start = report.start.timestamp()
-    new_marks = dict(marks)
-    kept: dict[str, pl.DataFrame] = {}
-    for table in ("spec_decode", "engine_stats"):
-        rows = getattr(got, table)
-        if rows.is_empty():
-            kept[table] = rows
-            continue
-        keys = rows["_key"].unique().to_list()
-        since = pl.DataFrame(
-            {"_key": keys, "_since": [marks.get(k, start) for k in keys]},
-            schema={"_key": pl.String, "_since": pl.Float64},
-        )
-        runs = rows.select("_instance", "_model").unique()
-        runs = runs.with_columns(
-            pl.Series(
-                "run_id",
-                [_run_id(report.source_id, i, m) for i, m in runs.iter_rows()],
-                pl.String,
-            )
-        )
-        rows = (
-            rows.join(since, on="_key", maintain_order="left")
-            .filter((pl.col("_t") > pl.col("_since")) & (pl.col("_t") <= read_until))
-            .join(runs, on=["_instance", "_model"], nulls_equal=True, maintain_order="left")
-        )
-        for key, newest in rows.group_by("_key").agg(pl.col("_t").max()).iter_rows():
-            if newest > new_marks.get(key, 0.0):
-                new_marks[key] = newest
-        kept[table] = rows.with_columns(pl.lit(report.url).alias("source"))
-        report.added[table] = writer.add_parts(
-            table, report.source_id, [store_columns(kept[table], table)]
-        )
-    run_rows = _run_rows(store, report, got, kept)
-    writer.add("runs", report.source_id, run_rows)
-    report.runs = len(run_rows)
-    if new_marks:
-        report.watermark = datetime.fromtimestamp(min(new_marks.values()), UTC)
-    row = _source_row(report, previous, new_marks, writer.ingest_id)
-    writer.replace_sources([k for k in known if k["source_id"] != report.source_id] + [row])
-
-
-def _run_id(source_id: str, instance: str | None, model: str | None) -> str:
-    tag = hashlib.sha256(f"{instance}|{model}".encode()).hexdigest()[:6]
-    return f"{source_id}-{tag}"
-
-
-def _run_rows(
-    store: Store, report: PullReport, got: Intervals, added: Mapping[str, pl.DataFrame]
-) -> list[dict[str, Any]]:
-    """The source's runs (one per instance and model): those stored before, updated with
-    what this pull saw, with their record counts."""
-    before = {
-        r["run_id"]: r
-        for r in store.runs.filter(pl.col("source_id") == report.source_id).collect().to_dicts()
-    }
-    for (instance, model), config in got.runs.items():
-        run_id = _run_id(report.source_id, instance, model)
-        row = before.setdefault(run_id, {"run_id": run_id, "ordinal": len(before) + 1})
-        row.update(
-            source=report.url,
-            server=config.get("server", "vllm"),
-            model=model,
-            pids=json.dumps({"instance": instance}),
-        )
-        for key in ("enable_prefix_caching", "kv_cache_dtype"):
-            if config.get(key) is not None:
-                row[key] = config[key]
-    for table, column in (("spec_decode", "spec_records"), ("engine_stats", "stats_records")):
-        stored = (
-            getattr(store, table)
-            .filter(pl.col("source_id") == report.source_id)
-            .group_by("run_id")
-            .agg(pl.len().alias("n"))
-            .collect()
-        )
-        counts = dict(zip(stored["run_id"], stored["n"], strict=True))
-        if not added[table].is_empty():
-            for run_id, n in added[table].group_by("run_id").len().iter_rows():
-                counts[run_id] = counts.get(run_id, 0) + n
-        for run_id, row in before.items():
-            row[column] = counts.get(run_id, 0)
-    for row in before.values():
-        row.pop("source_id", None)
-    return list(before.values())
-
-
-def _source_row(
-    report: PullReport, previous: dict[str, Any] | None, marks: dict[str, float], ingest_id: str
-) -> dict[str, Any]:
-    prev = previous or {}
-    return sources_row(
-        report.source_id,
-        report.url + (f" {report.selector}" if report.selector else ""),
-        report.kind,
-        ingest_id,
-        spec_records=(prev.get("spec_records") or 0) + report.added.get("spec_decode", 0),
-        stats_records=(prev.get("stats_records") or 0) + report.added.get("engine_stats", 0),
-        runs=report.runs,
-        events=0,
-        bench_records=0,
-        skipped_lines=0,
-        watermark=report.watermark.replace(tzinfo=None) if report.watermark else None,
-        watermarks=json.dumps(marks) if marks else prev.get("watermarks"),
-    )
 
 
 __all__ = [

@@ -2,7 +2,9 @@
 
 Input: frames in the tables' final columns (``schema``), from ``logs`` and ``prometheus``.
 Output: a ``Store`` whose tables read back as polars LazyFrames (and as plain Parquet for
-DuckDB and others), with each run's acceptance sums (``rollup``) beside its rows.
+DuckDB and others), with each run's acceptance sums (``rollup``) beside its rows; a
+manifest that lists every committed file with its rows and SHA-256 (``commit`` brings
+files in, ``integrity`` and ``check`` hold them to it); a lock with a lease (``locking``).
 Imports: the kernel only (``errors``, ``schema``, ``acceptance``); never a reader of logs
 or servers, nor anything above.
 """

@@ -5,22 +5,62 @@ table and how their names order them.
     STORE/<table>/source_id=<id>/part-<ingest>.parquet  spec_decode, engine_stats, events
     STORE/runs/source_id=<id>/runs-<ingest>.parquet     the runs of a source (latest wins)
     STORE/sources/sources-<ingest>.parquet              one row per ingested source
+    STORE/stage/                                        what is on its way in (no table's)
+    STORE/.lock                                         the writers' lock and lease
+
+The manifest lists each ingest with the files it committed (path, rows, bytes, sha256):
+only those files are the store's. An ingest committed before files were listed ("legacy")
+owns the files named after it. An ingest whose files are still in ``stage/files-<id>/``
+is committed but not yet moved in (``commit``): readers leave it out until it is.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from specscope.errors import StoreError
-from specscope.schema import SCHEMA_VERSION
+from specscope.schema import SCHEMA_VERSION, TABLES
 
 MANIFEST = "specscope.json"
-STAGE = "stage"  # rows on their way in, during an ingest
+STAGE = "stage"  # rows and files on their way in, during an ingest
+FILES = "files-"  # stage/files-<ingest>/<table>/...: an ingest's data files before its commit
 LOCK = ".lock"
 DEFAULT_STORE = "specscope-data"
+LATEST_ONLY = ("runs", "sources")  # tables of which each folder's newest file is the table
+
+# How this package names data files: part-, runs- or sources-<ingest id>[.<n>].parquet,
+# where an ingest id is a UTC time and six hex digits.
+OWN_NAME = re.compile(r"(part|runs|sources)-\d{8}T\d{6}[0-9a-f]{6}(\.\d+)?\.parquet")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A committed data file as the manifest lists it."""
+
+    path: str  # relative to the store, with /
+    rows: int
+    bytes: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "rows": self.rows, "bytes": self.bytes, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A data file of the store: where it is, the ingest that committed it (and where that
+    ingest comes in the commit order) and its entry (None for a legacy ingest's file)."""
+
+    path: Path
+    table: str
+    ingest: str
+    order: int
+    entry: FileEntry | None
 
 
 def default_store_path(env: dict[str, str] | None = None) -> Path:
@@ -48,27 +88,88 @@ def read_manifest(path: Path) -> dict[str, Any]:
             f"{SCHEMA_VERSION}): upgrade specscope",
             path=str(path),
         )
+    if not isinstance(data.get("ingests", []), list):
+        raise StoreError("manifest's ingests is not a list", path=str(file))
     return data
+
+
+def entries_of(ingest: dict[str, Any], manifest_path: Path) -> list[FileEntry] | None:
+    """The files an ingest committed; None for a legacy ingest (it listed none)."""
+    files = ingest.get("files")
+    if files is None:
+        return None
+    try:
+        return [
+            FileEntry(str(f["path"]), int(f["rows"]), int(f["bytes"]), str(f["sha256"]))
+            for f in files
+        ]
+    except (TypeError, KeyError, ValueError) as exc:
+        raise StoreError(
+            f"manifest lists a file it cannot describe for ingest {ingest.get('id')!r} ({exc})",
+            path=str(manifest_path),
+        ) from exc
+
+
+def files_dir(path: Path, ingest_id: str) -> Path:
+    """Where an ingest's data files wait for its commit (then to be moved into the tables)."""
+    return path / STAGE / f"{FILES}{ingest_id}"
+
+
+def moving(path: Path) -> set[str]:
+    """Ingests whose files wait in ``stage/`` (committed ones among them are being moved in)."""
+    try:
+        names = os.listdir(path / STAGE)
+    except OSError:
+        return set()
+    return {n[len(FILES) :] for n in names if n.startswith(FILES)}
+
+
+def listed_files(path: Path, manifest: dict[str, Any] | None = None) -> list[DataFile]:
+    """Every data file the manifest's ingests own, of every table, in commit order: those it
+    lists, and the files named after its legacy ingests."""
+    manifest = read_manifest(path) if manifest is None else manifest
+    out: list[DataFile] = []
+    legacy: dict[str, int] = {}
+    for n, ingest in enumerate(manifest.get("ingests", [])):
+        entries = entries_of(ingest, path / MANIFEST)
+        if entries is None:
+            legacy[str(ingest.get("id"))] = n
+            continue
+        for e in entries:
+            table = e.path.split("/", 1)[0]
+            if table in TABLES and ".." not in e.path.split("/"):
+                out.append(DataFile(path / e.path, table, str(ingest["id"]), n, e))
+    if legacy:
+        for table in TABLES:
+            root = path / table
+            if root.is_dir():
+                for p in root.rglob("*.parquet"):
+                    if ingest_of(p) in legacy:
+                        out.append(DataFile(p, table, ingest_of(p), legacy[ingest_of(p)], None))
+    return out
+
+
+def live_files(path: Path, table: str, manifest: dict[str, Any] | None = None) -> list[DataFile]:
+    """The files that make ``table`` now: those of the ingests committed and moved in (the
+    newest of each folder, for runs and sources), in the order they were written."""
+    manifest = read_manifest(path) if manifest is None else manifest
+    skip = moving(path)  # read after the manifest: an ingest listed and not moving is in
+    found = [f for f in listed_files(path, manifest) if f.table == table and f.ingest not in skip]
+    if table in LATEST_ONLY:
+        latest: dict[Path, DataFile] = {}
+        for f in found:
+            best = latest.get(f.path.parent)
+            if best is None or f.order > best.order:
+                latest[f.path.parent] = f
+        found = list(latest.values())
+    # As written: by folder, by ingest (in the order they were committed: two ingests
+    # in one second have ids in random order), then by number within an ingest.
+    return sorted(found, key=lambda f: (str(f.path.parent), f.order, file_number(f.path)))
 
 
 def committed_files(path: Path, table: str) -> list[Path]:
     """The committed data files of ``table`` (latest only, for runs and sources)."""
-    root = path / table
-    if not root.is_dir():
-        return []
-    # The committed ingests, in the order they were committed.
-    order = {i["id"]: n for n, i in enumerate(read_manifest(path).get("ingests", []))}
-    found = [p for p in root.rglob("*.parquet") if ingest_of(p) in order]
-    if table in ("runs", "sources"):
-        latest: dict[Path, Path] = {}
-        for p in found:
-            best = latest.get(p.parent)
-            if best is None or order[ingest_of(p)] > order[ingest_of(best)]:
-                latest[p.parent] = p
-        found = list(latest.values())
-    # As written: by folder, by ingest (in the order they were committed: two ingests
-    # in one second have ids in random order), then by number within an ingest.
-    return sorted(found, key=lambda p: (str(p.parent), order[ingest_of(p)], file_number(p)))
+    return [f.path for f in live_files(path, table)]
 
 
 def ingest_of(path: Path) -> str:
@@ -81,3 +182,8 @@ def file_number(path: Path) -> int:
     """A data file's place among the files of one write (``part-<id>.<n>.parquet``)."""
     pieces = path.name.split(".")
     return int(pieces[1]) if len(pieces) == 3 and pieces[1].isdigit() else 0
+
+
+def relative(path: Path, store: Path) -> str:
+    """A path inside the store as the manifest writes it."""
+    return path.relative_to(store).as_posix()

@@ -1,6 +1,8 @@
 """Reading a store: a directory of hive-partitioned Parquet tables that polars, DuckDB,
 Spark and Trino read directly (``layout`` says where what is). Only committed files are
-read: those of the ingests the manifest lists.
+read: those the manifest lists, of ingests moved in whole; each is checked against its
+entry (``integrity``) before it is read, and one that is not what was committed stops the
+read with a StoreError naming it. A file the manifest does not list is not read.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import polars as pl
 
 from specscope.errors import StoreError
 from specscope.schema import PARTITIONED, TABLES, polars_schema
+from specscope.store.integrity import MISSING, Inspection, inspect
 from specscope.store.layout import (
     DEFAULT_STORE,
     MANIFEST,
-    committed_files,
+    DataFile,
     default_store_path,
     ingest_of,
+    live_files,
     read_manifest,
 )
 from specscope.store.writing import StoreWriter, locked_writer
@@ -44,31 +48,53 @@ class Store:
 
     def files(self, table: str) -> list[Path]:
         """The committed data files of ``table`` (latest only, for runs and sources)."""
-        return committed_files(self.path, table)
+        return [f.path for f in self._files(table)]
+
+    def _files(self, table: str) -> list[DataFile]:
+        found = live_files(self.path, table)
+        if table == "run_sums":  # derived: rows whose sums are lost are summed from the rows
+            found = [f for f in found if f.path.exists()]
+        return found
+
+    def _checked(self, name: str) -> list[tuple[DataFile, Inspection]]:
+        """The files of a table, each as committed; else a StoreError naming the first that
+        is not. A file gone (the runs a writer just superseded) is looked for once more."""
+        for attempt in range(2):
+            checked = [(f, inspect(f)) for f in self._files(name)]
+            problem = next((i.problem for _, i in checked if i.problem is not None), None)
+            if problem is None:
+                return checked
+            if problem.kind != MISSING or attempt:
+                raise StoreError(
+                    f"{problem.kind} data file of {name}: {problem.detail} "
+                    "(`specscope check` lists every such file)",
+                    path=str(problem.path),
+                )
+        raise AssertionError("unreachable")
 
     def table(self, name: str) -> pl.LazyFrame:
         if name not in TABLES:
             raise StoreError(f"no table {name!r}; tables: {', '.join(TABLES)}")
         schema = TABLES[name]
-        files = self.files(name)
-        if not files:
+        checked = self._checked(name)
+        if not checked:
             empty = pl.DataFrame(schema.empty_table())
             if name in PARTITIONED:
                 empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
             return empty.lazy()
         want = polars_schema(name)
         frames = []
-        for f in files:
-            lf = pl.scan_parquet(f)
+        for f, seen in checked:
+            lf = pl.scan_parquet(f.path)
             # A file written before a column was added lacks it: it reads as null.
-            have = lf.collect_schema().names()
             lf = lf.with_columns(
                 pl.lit(None, dtype).alias(column)
                 for column, dtype in want.items()
-                if column not in have
+                if column not in seen.columns
             ).select(list(want))
             if name in PARTITIONED:
-                lf = lf.with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("source_id"))
+                source = f.path.parent.name.split("=", 1)[1]
+                lf = lf.with_columns(pl.lit(source).alias("source_id"))
             frames.append(lf)
         return pl.concat(frames, how="vertical")
 

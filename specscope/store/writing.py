@@ -1,17 +1,16 @@
-"""Writing a store: one writer at a time (a file lock), every file written under a temporary
-name and renamed into place, the ingest committed in the manifest last. Files of an
-ingest that never committed are removed by the next writer, so a killed ingest leaves no
-trace.
+"""Writing a store: one writer at a time (a lock with a lease: ``locking``), every data
+file written in the stage and moved into its table only once the ingest is committed
+(``commit`` says in which order, and why no reader sees a row of an ingest that did not
+commit). What a killed writer left is finished (committed) or removed (not committed) by
+the next writer, before anything else.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
-import shutil
-import time
+import re
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -23,15 +22,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specscope.errors import StoreError
-from specscope.schema import SCHEMA_VERSION, TABLES
-from specscope.store.layout import (
-    LOCK,
-    MANIFEST,
-    STAGE,
-    committed_files,
-    ingest_of,
-    read_manifest,
-)
+from specscope.schema import TABLES
+from specscope.store import commit as committing
+from specscope.store import durable
+from specscope.store.layout import STAGE, files_dir
+from specscope.store.locking import Lease, Watchdog, acquire, lease_seconds
 from specscope.store.rollup import RunSums
 
 _LOCK_WAIT_S = 30.0
@@ -48,7 +43,9 @@ class StoreLike(Protocol):
 
 @contextlib.contextmanager
 def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
-    """Lock the store for writing; what the block wrote is committed when it ends."""
+    """Lock the store for writing; what the block wrote is committed when it ends. An
+    OSError of the store in the block (a full disk, first of all) is a StoreError, and
+    nothing of the block is committed."""
     try:
         store.path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -56,102 +53,113 @@ def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
     if not store.path.is_dir():
         raise StoreError("not a directory", path=str(store.path))
     store.manifest()  # refuse a newer schema before touching anything
-    lock_path = store.path / LOCK
+    ingest_id = new_ingest_id()
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        lease = acquire(store.path, wait_s=_LOCK_WAIT_S, lease_s=lease_seconds(), what=ingest_id)
     except OSError as exc:
-        raise StoreError(
-            f"cannot open the lock file ({exc.strerror})", path=str(lock_path)
-        ) from exc
+        raise _store_error(exc, store.path, "cannot lock the store") from exc
     try:
-        deadline = time.monotonic() + _LOCK_WAIT_S
-        while True:
+        with Watchdog(lease, store.path / STAGE):
+            w = StoreWriter(store, ingest_id=ingest_id, lease=lease)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError as exc:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"another specscope process is writing (it holds {lock_path}); "
-                        "try again when it has finished",
-                        path=str(store.path),
-                    ) from exc
-                time.sleep(0.1)
-        _remove_uncommitted(store.path)
-        w = StoreWriter(store)
-        try:
-            yield w
-            w.commit()
-            _remove_superseded(store.path)
-        finally:
-            shutil.rmtree(store.path / STAGE, ignore_errors=True)
+                committing.recover(store.path)
+                yield w
+                w.commit()
+            except OSError as exc:
+                if not _of_store(exc, store.path):
+                    raise  # not the store's (a server that went away, say): the caller's
+                raise _store_error(exc, store.path, "cannot write the store") from exc
+            finally:
+                committing.remove_stage(store.path, ingest_id, committed=w.committed)
     finally:
-        os.close(fd)
+        lease.release()
 
 
-def _remove_uncommitted(path: Path) -> None:
-    # Stage files of an ingest that was killed before it could remove them.
-    shutil.rmtree(path / STAGE, ignore_errors=True)
-    committed = {i["id"] for i in read_manifest(path).get("ingests", [])}
-    for table in TABLES:
-        root = path / table
-        if not root.is_dir():
-            continue
-        for p in root.rglob("*"):
-            if p.is_file() and (
-                p.suffix == ".tmp" or (p.suffix == ".parquet" and ingest_of(p) not in committed)
-            ):
-                p.unlink(missing_ok=True)
+def new_ingest_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + uuid.uuid4().hex[:6]
 
 
-def _remove_superseded(path: Path) -> None:
-    for table in ("runs", "sources"):
-        keep = set(committed_files(path, table))
-        root = path / table
-        if root.is_dir():
-            for p in root.rglob("*.parquet"):
-                if p not in keep:
-                    p.unlink(missing_ok=True)
+def _disk_full_in(exc: BaseException | None) -> OSError | None:
+    """The disk-full OSError that ``exc`` is or was raised from, if any."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, OSError) and durable.disk_full(exc):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _of_store(exc: OSError, root: Path) -> bool:
+    """Whether an OSError is the store's: a full disk, or a file inside the store."""
+    if durable.disk_full(exc):
+        return True
+    inside = os.path.abspath(root) + os.sep
+    if isinstance(exc.filename, str):
+        return os.path.abspath(exc.filename).startswith(inside)
+    # polars names the file in its message only, as it was given (relative or not)
+    text, given = str(exc), os.fspath(root).rstrip(os.sep) + os.sep
+    return inside in text or re.search(r"(^|[\s:'\"(])" + re.escape(given), text) is not None
+
+
+def _store_error(exc: OSError, root: Path, what: str) -> StoreError:
+    """An OSError met while writing the store, as one line."""
+    if durable.disk_full(exc):
+        return StoreError(
+            f"{what}: the disk is full ({durable.reason(exc)}); nothing of this ingest "
+            "was committed",
+            path=str(root),
+        )
+    where = exc.filename if isinstance(exc.filename, str) else str(root)
+    return StoreError(f"{what} ({durable.reason(exc)})", path=where)
 
 
 class StoreWriter:
-    """Writes one ingest's files; ``commit`` makes them visible."""
+    """Writes one ingest's files into the stage; ``commit`` brings them into the store."""
 
-    def __init__(self, store: StoreLike, *, ingest_id: str | None = None) -> None:
+    def __init__(
+        self, store: StoreLike, *, ingest_id: str | None = None, lease: Lease | None = None
+    ) -> None:
         """``ingest_id``: write files for that ingest (a process helping the one that
-        commits it), not a new one."""
+        commits it), not a new one. ``lease``: the lock the committing writer holds."""
         self.store = store
-        self.ingest_id = ingest_id or (
-            datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + uuid.uuid4().hex[:6]
-        )
-        self.written: list[Path] = []
+        self.ingest_id = ingest_id or new_ingest_id()
+        self.lease = lease
+        self.written: list[Path] = []  # staged files, at their store paths under the stage
         self.sources: list[str] = []
+        self.committed = False
         self._stages = 0
 
+    def staged(self, *parts: str) -> Path:
+        """Where a data file of this ingest waits for the commit: its path in the store,
+        under ``stage/files-<ingest>/`` (out of every table folder)."""
+        return files_dir(self.store.path, self.ingest_id).joinpath(*parts)
+
+    def _beat(self) -> None:
+        if self.lease is not None:
+            self.lease.beat()
+
     @contextlib.contextmanager
-    def _atomic(self, dest: Path) -> Iterator[Path]:
-        """A temporary name to write ``dest`` under; once written it is synced and renamed.
-        A write that fails is a StoreError and leaves nothing behind."""
-        tmp = dest.with_name(dest.name + ".tmp")
+    def _file(self, dest: Path) -> Iterator[Path]:
+        """``dest`` (a staged path) to write; once written it is synced and listed. A
+        write that fails is a StoreError and leaves nothing behind."""
         try:
-            yield tmp
-            if tmp.exists():
-                with open(tmp, "rb") as f:
-                    os.fsync(f.fileno())
-                os.replace(tmp, dest)
-                self.written.append(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            yield dest
+            durable.sync_file(dest)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            dest.unlink(missing_ok=True)
+            full = "the disk is full: " if durable.disk_full(exc) else ""
             raise StoreError(
-                f"cannot write {dest.name} ({exc.strerror or exc}); "
+                f"cannot write {dest.name} ({full}{durable.reason(exc)}); "
                 "nothing of this ingest was committed",
                 path=str(self.store.path),
             ) from exc
+        self.written.append(dest)
+        self._beat()
 
     def _write(self, table: pa.Table, dest: Path) -> None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with self._atomic(dest) as tmp:
-            pq.write_table(table, tmp, compression="zstd")
+        with self._file(dest) as path:
+            pq.write_table(table, path, compression="zstd")
 
     def add(self, name: str, source_id: str, rows: list[dict[str, Any]]) -> int:
         """Append rows of a partitioned table for one source."""
@@ -159,10 +167,9 @@ class StoreWriter:
             return 0
         table = pa.Table.from_pylist(rows, schema=TABLES[name])
         stem = "runs" if name == "runs" else "part"
-        dest = (
-            self.store.path / name / f"source_id={source_id}" / f"{stem}-{self.ingest_id}.parquet"
+        self._write(
+            table, self.staged(name, f"source_id={source_id}", f"{stem}-{self.ingest_id}.parquet")
         )
-        self._write(table, dest)
         self.sources.append(source_id)
         return len(rows)
 
@@ -170,6 +177,7 @@ class StoreWriter:
         """A folder for an ingest's rows on their way to the store (``finish.Stage``); the
         next writer removes what a killed one left there."""
         self._stages += 1
+        self._beat()
         return self.store.path / STAGE / f"{self.ingest_id}-{os.getpid()}-{self._stages}"
 
     def mark(self) -> tuple[int, int]:
@@ -177,10 +185,17 @@ class StoreWriter:
         return len(self.written), len(self.sources)
 
     def roll_back(self, mark: tuple[int, int]) -> None:
+        """Forget what was written since ``mark`` (a source that failed half way). Called
+        while that failure is handled: one for lack of space is the store's, not the
+        source's (every later write would meet it too), so it ends the write as a
+        StoreError (exit 9), whatever the caller makes of other failures."""
+        full = _disk_full_in(sys.exc_info()[1])
         for path in self.written[mark[0] :]:
             path.unlink(missing_ok=True)
         del self.written[mark[0] :]
         del self.sources[mark[1] :]
+        if full is not None:
+            raise _store_error(full, self.store.path, "cannot write the store") from full
 
     def add_parts(
         self,
@@ -196,7 +211,7 @@ class StoreWriter:
         holds every group's metadata until it closes). Spec-decode rows get their
         ``run_sums`` beside them: summed here, or ``run_sums()`` once the parts are read
         (a caller that sums the same rows already)."""
-        folder = self.store.path / name / f"source_id={source_id}"
+        folder = f"source_id={source_id}"
         schema = TABLES[name]
         written = 0
         summed = RunSums() if name == "spec_decode" and run_sums is None else None
@@ -205,17 +220,19 @@ class StoreWriter:
         sequence = 0
         while part is not None:
             stem = f"part-{self.ingest_id}" + (f".{sequence}" if sequence else "")
-            with self._atomic(folder / f"{stem}.parquet") as tmp:
-                folder.mkdir(parents=True, exist_ok=True)
-                with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-                    for _ in range(ROW_GROUPS_PER_FILE):
-                        if part is None:
-                            break
-                        writer.write_table(part.to_arrow().cast(schema))
-                        if summed is not None:
-                            summed.add(part)
-                        written += len(part)
-                        part = next(pending, None)
+            with (
+                self._file(self.staged(name, folder, f"{stem}.parquet")) as path,
+                pq.ParquetWriter(path, schema, compression="zstd") as writer,
+            ):
+                for _ in range(ROW_GROUPS_PER_FILE):
+                    if part is None:
+                        break
+                    writer.write_table(part.to_arrow().cast(schema))
+                    if summed is not None:
+                        summed.add(part)
+                    written += len(part)
+                    self._beat()
+                    part = next(pending, None)
             sequence += 1
         if written:
             self.sources.append(source_id)
@@ -225,38 +242,58 @@ class StoreWriter:
             else:
                 assert run_sums is not None  # spec_decode rows are summed here unless given
                 rollup = run_sums()
-            dest = self.store.path / "run_sums" / f"source_id={source_id}"
-            self._write(rollup, dest / f"part-{self.ingest_id}.parquet")
+            self._write(rollup, self.staged("run_sums", folder, f"part-{self.ingest_id}.parquet"))
         return written
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
         table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
-        self._write(table, self.store.path / "sources" / f"sources-{self.ingest_id}.parquet")
+        self._write(table, self.staged("sources", f"sources-{self.ingest_id}.parquet"))
+
+    def _still_holding(self) -> None:
+        """A StoreError unless this writer still holds the store's lock (with a heartbeat
+        just now): one that hung past its lease was taken over, and must commit nothing."""
+        if self.lease is None:
+            return
+        self.lease.beat(now=True)
+        if not self.lease.held():
+            raise StoreError(
+                "this writer lost the store's lock (it sent no heartbeat for longer than "
+                "the lease, and another writer took the lock over); nothing of this ingest "
+                "was committed",
+                path=str(self.store.path),
+            )
 
     def commit(self) -> None:
+        """Bring the staged files into the store (``commit``: stage, commit, move in)."""
         if not self.written:
             return
-        manifest = self.store.manifest()
-        manifest["schema_version"] = SCHEMA_VERSION
-        manifest.setdefault("ingests", []).append(
-            {
-                "id": self.ingest_id,
-                "at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "sources": sorted(set(self.sources)),
-            }
-        )
-        file = self.store.path / MANIFEST
-        tmp = file.with_name(MANIFEST + ".tmp")
+        root = self.store.path
+        self._still_holding()
+        entries = committing.describe(root, self.ingest_id, self.written)
+        made: list[Path] = []
         try:
-            tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, file)
+            made = committing.prepare(root, self.ingest_id, entries)
+            self._still_holding()
+            committing.write_commit(root, self.ingest_id, self.sources, entries)
+        except OSError as exc:
+            committing.unmake(made)
+            raise StoreError(
+                f"cannot commit ({durable.reason(exc)}); nothing of this ingest was committed",
+                path=str(root),
+            ) from exc
+        except BaseException:
+            committing.unmake(made)
+            raise
+        self.committed = True
+        try:
+            committing.move_in(root, self.ingest_id, entries)
+            committing.remove_superseded(root)
         except OSError as exc:
             raise StoreError(
-                f"cannot commit ({exc.strerror or exc}); nothing of this ingest was committed",
-                path=str(file),
+                f"committed, but its files could not all be moved into the tables "
+                f"({durable.reason(exc)}); the next write moves them in",
+                path=str(root),
             ) from exc
 
 
-__all__ = ["ROW_GROUPS_PER_FILE", "StoreWriter", "locked_writer"]
+__all__ = ["ROW_GROUPS_PER_FILE", "StoreWriter", "locked_writer", "new_ingest_id"]

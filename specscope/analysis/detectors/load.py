@@ -30,7 +30,21 @@ def _setups(ev: Evidence) -> dict[tuple[Any, ...], list[str]]:
     groups: dict[tuple[Any, ...], list[str]] = {}
     for run_id, run in ev.runs.items():
         groups.setdefault((run.get("source_id"), *(run.get(k) for k in keys)), []).append(run_id)
-    return groups
+    # Runs that overlap in time run side by side (the engines of one data-parallel server,
+    # pulled as a run each): not one setup restarted at another load.
+    return {key: _one_after_another(ev, ids) for key, ids in groups.items()}
+
+
+def _one_after_another(ev: Evidence, run_ids: list[str]) -> list[str]:
+    spans = {r: (ev.runs[r].get("first_ts"), ev.runs[r].get("last_ts")) for r in run_ids}
+
+    def overlaps(a: str, b: str) -> bool:
+        (a0, a1), (b0, b1) = spans[a], spans[b]
+        if a0 is None or a1 is None or b0 is None or b1 is None:
+            return False  # a log without timestamps: its runs follow one another
+        return bool(a0 <= b1 and b0 <= a1)
+
+    return [r for r in run_ids if not any(overlaps(r, o) for o in run_ids if o != r)]
 
 
 def concurrency(ev: Evidence) -> list[Finding]:
