@@ -25,7 +25,16 @@ from specscope.analysis.findings import Severity
 from specscope.analysis.runs import runs_overview
 from specscope.cli.check import EXAMPLES as CHECK_EXAMPLES
 from specscope.cli.check import check
-from specscope.cli.options import JsonOption, StoreOption, fail, print_json
+from specscope.cli.options import (
+    ConfigOption,
+    FailOnOption,
+    FollowRedirectsOption,
+    JsonOption,
+    ReferenceOption,
+    StoreOption,
+    fail,
+    print_json,
+)
 from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
 from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
 from specscope.cli.triage import triage
@@ -204,13 +213,7 @@ def pull(
             "(default 100, or $SPECSCOPE_MAX_ANSWER_MB)."
         ),
     ] = None,
-    follow_redirects: Annotated[
-        bool,
-        typer.Option(
-            "--follow-redirects",
-            help="Follow a redirect to another host (refused otherwise), without the credentials.",
-        ),
-    ] = False,
+    follow_redirects: FollowRedirectsOption = False,
     ca_bundle: Annotated[str | None, typer.Option(help="CA bundle for https.")] = None,
     insecure: Annotated[bool, typer.Option(help="Do not verify https certificates.")] = False,
     as_json: JsonOption = False,
@@ -275,13 +278,7 @@ def scrape(
             help="Refuse a /metrics body over this many MB (default 64, or $SPECSCOPE_MAX_BODY_MB)."
         ),
     ] = None,
-    follow_redirects: Annotated[
-        bool,
-        typer.Option(
-            "--follow-redirects",
-            help="Follow a redirect to another host (refused otherwise), without the credentials.",
-        ),
-    ] = False,
+    follow_redirects: FollowRedirectsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Read a /metrics endpoint directly (no Prometheus) and store the intervals.
@@ -315,14 +312,9 @@ def detect(
     store: StoreOption = Path(DEFAULT_STORE),
     run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
     since: Annotated[str | None, typer.Option(help="Only records of the last 2h, 30m, ...")] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option(help="Exit 11 when a finding is at least this severe: warning or critical."),
-    ] = None,
-    config: Annotated[Path | None, typer.Option(help="TOML with thresholds to change.")] = None,
-    reference: Annotated[
-        Path | None, typer.Option(help="TOML with more reference entries.")
-    ] = None,
+    fail_on: FailOnOption = None,
+    config: ConfigOption = None,
+    reference: ReferenceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Find what is wrong with speculative decoding in the store's runs, worst first.

@@ -21,6 +21,19 @@ StoreOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+FailOnOption = Annotated[
+    str | None,
+    typer.Option(help="Exit 11 when a finding is at least this severe: warning or critical."),
+]
+ConfigOption = Annotated[Path | None, typer.Option(help="TOML with thresholds to change.")]
+ReferenceOption = Annotated[Path | None, typer.Option(help="TOML with more reference entries.")]
+FollowRedirectsOption = Annotated[
+    bool,
+    typer.Option(
+        "--follow-redirects",
+        help="Follow a redirect to another host (refused otherwise), without the credentials.",
+    ),
+]
 
 
 def print_json(data: Any) -> None:
@@ -32,4 +45,13 @@ def fail(exc: SpecscopeError) -> typer.Exit:
     return typer.Exit(int(exc.exit_status))
 
 
-__all__ = ["JsonOption", "StoreOption", "fail", "print_json"]
+__all__ = [
+    "ConfigOption",
+    "FailOnOption",
+    "FollowRedirectsOption",
+    "JsonOption",
+    "ReferenceOption",
+    "StoreOption",
+    "fail",
+    "print_json",
+]

@@ -18,7 +18,14 @@ from specscope.analysis.detectors import findings_of
 from specscope.analysis.evidence import gather
 from specscope.analysis.findings import Severity
 from specscope.analysis.verdict import verdict_of
-from specscope.cli.options import JsonOption, fail, print_json
+from specscope.cli.options import (
+    ConfigOption,
+    FailOnOption,
+    JsonOption,
+    ReferenceOption,
+    fail,
+    print_json,
+)
 from specscope.cli.render import finding_text, safe
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
 from specscope.logs.ingest import IngestReport, parse_overrides
@@ -63,14 +70,9 @@ def triage(
         ),
     ] = None,
     label: Annotated[str | None, typer.Option(help="A label for the runs of these logs.")] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option(help="Exit 11 when a finding is at least this severe: warning or critical."),
-    ] = None,
-    config: Annotated[Path | None, typer.Option(help="TOML with thresholds to change.")] = None,
-    reference: Annotated[
-        Path | None, typer.Option(help="TOML with more reference entries.")
-    ] = None,
+    fail_on: FailOnOption = None,
+    config: ConfigOption = None,
+    reference: ReferenceOption = None,
     redact: Annotated[
         bool,
         typer.Option(
