@@ -103,6 +103,10 @@ class Finished:
             for step in steps:
                 lazy = lazy.with_columns(step)
             out = lazy.collect()
+            if "problems" in out.columns and "_month" in out.columns and "ts" in out.columns:
+                bad = out["ts"].is_null() & out["_month"].is_not_null()
+                if bad.any():  # rare: a format step for every row would cost each ingest
+                    out = out.with_columns(_no_date(self.first_year))
             if summing is not None:
                 summing.add(table, out)
             yield out
@@ -272,6 +276,24 @@ def _timestamp(first: int | None) -> pl.Expr:
     safe = [pl.when(valid).then(e).otherwise(1) for e in (year, month, day)]
     safe_clock = [pl.when(valid).then(e).otherwise(0) for e in (hour, minute, second)]
     return pl.when(valid).then(pl.datetime(*safe, *safe_clock, time_unit="ms")).alias("ts")
+
+
+def _no_date(first: int | None) -> pl.Expr:
+    """A problem for a row whose printed date is none in its year (02-30, or 02-29 in a
+    year that is not leap): its ``ts`` is null, and the row says why."""
+    if first is None:
+        return pl.col("problems")
+    year = pl.coalesce("_yr", pl.col("_off") + first)
+    said = pl.format(
+        "no timestamp: {}-{} {} is not a date in {}",
+        pl.col("_month").cast(pl.String).str.zfill(2),
+        pl.col("_day").cast(pl.String).str.zfill(2),
+        pl.col("_time").fill_null(""),
+        year,
+    )
+    bad = pl.col("ts").is_null() & pl.col("_month").is_not_null()
+    joined = pl.concat_str([pl.col("problems"), said], separator="; ", ignore_nulls=True)
+    return pl.when(bad).then(joined).otherwise(pl.col("problems")).alias("problems")
 
 
 def _k_from_config(run_k: Mapping[int, Any]) -> list[pl.Expr]:

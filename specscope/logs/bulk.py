@@ -21,13 +21,15 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
+import regex
 
+from specscope.logs.blocks import BLOCK_LINES, Blank, lines_of, pieces
 from specscope.logs.clean import ANSI
 from specscope.logs.definitions import Definition, PlainShape
-from specscope.logs.derive import drafts_from_tokens_column
 from specscope.logs.grammar import Envelope, Grammar
-from specscope.logs.parser import LineParser, parse_lines
+from specscope.logs.limits import LongLines, max_k, max_line_bytes, refresh
+from specscope.logs.parser import LineParser, noted, parse_lines
+from specscope.logs.plain import FRAME_DERIVATIONS, clean_enough, contradicts, convert
 from specscope.logs.results import BulkRow, ParseResult
 from specscope.logs.source import Source
 from specscope.logs.staging import Stage, detach
@@ -70,6 +72,7 @@ class _Shape:
     shape: PlainShape
     prefix: str  # the literal start of the message, to skip the regex on other lines
     pattern: str
+    names: frozenset[str]  # its groups
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -87,10 +90,17 @@ class BulkGrammar:
     def __init__(self, grammar: Grammar) -> None:
         self.grammar = grammar
         self.shapes = [
-            _Shape(d, s, _literal_prefix(s.pattern), "^(?P<__m>)" + s.pattern + "$")
+            _Shape(
+                d,
+                s,
+                _literal_prefix(s.pattern),
+                "^(?P<__m>)" + s.pattern + "$",
+                frozenset(regex.findall(r"\(\?P<(\w+)>", s.pattern)),
+            )
             for d in grammar.definitions
             for s in d.plain
         ]
+        self.max_k = max_k()
         self.literals = list(grammar.literals)
         prefixes = sorted(grammar.literal_prefixes, key=len, reverse=True)
         self.ends_in_literal = (
@@ -119,9 +129,11 @@ def parse_source(
     else (or for a source that is not UTF-8, or a pretty-printed JSON document) line by
     line. The result holds the runs, the skipped lines and the counts; the rows are in
     the stage."""
+    refresh()
     plan = BulkGrammar(grammar)
+    long = LongLines(max_line_bytes())
     if bulk and plan.usable and source.encoding() == "utf-8":
-        blocks = source.blocks(block_bytes)
+        blocks = source.blocks(block_bytes, long)
         first = next(blocks, b"")
         if first[: first.find(b"\n") if b"\n" in first else None].strip() != b"{":
             reader = _BulkReader(LineParser(grammar), plan, stage)
@@ -129,51 +141,55 @@ def parse_source(
             # Two cores: polars prepares the next block while Python walks this one.
             done = 0
             with ThreadPoolExecutor(max_workers=1) as pool:
-                ahead: tuple[Future[_Prepared | None], int] | None = None
+                ahead: tuple[Future[list[_Prepared | int]], bytes] | None = None
                 for block in _chain(first, blocks):
-                    following = (pool.submit(reader.prepare, block), len(block))
+                    following = (pool.submit(reader.prepare, block), block)
                     if ahead is not None:
-                        base = reader.walk(ahead[0].result(), base)
-                        done += ahead[1]
+                        base = _walked(reader, ahead, done, base, long)
+                        done += len(ahead[1])
                         if progress is not None:
                             progress(done)
                     ahead = following
                 if ahead is not None:
-                    base = reader.walk(ahead[0].result(), base)
+                    base = _walked(reader, ahead, done, base, long)
                     if progress is not None:
-                        progress(done + ahead[1])
-            return reader.finish()
-    result = parse_lines(source.lines(), grammar)
+                        progress(done + len(ahead[1]))
+            long.place(None, done, base)
+            return _noted(reader.finish(), long, source)
+        long.lines.clear()  # read again, line by line
+        long.unplaced.clear()
+    result = parse_lines(source.lines(long), grammar)
     stage.flush(result.tables)
-    return result
+    return _noted(result, long, source)
+
+
+def _walked(
+    reader: _BulkReader,
+    ahead: tuple[Future[list[_Prepared | int]], bytes],
+    offset: int,
+    base: int,
+    long: LongLines,
+) -> int:
+    """Walk a prepared block (``offset`` bytes into the text, after ``base`` lines), and
+    number the lines over the limit that it holds."""
+    prepared, block = ahead[0].result(), ahead[1]
+    if long.unplaced:
+        long.place(block, offset, base)
+    for part in prepared:
+        base = reader.walk(part, base)
+    return base
+
+
+def _noted(result: ParseResult, long: LongLines, source: Source) -> ParseResult:
+    """The lines over the line limit as skipped lines, and the first few as notes."""
+    source.notes.extend(long.notes())
+    return noted(result, long)
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     if first:
         yield first
     yield from rest
-
-
-def _lines_of(block: bytes) -> pl.Series:
-    """The lines of a block as a string column. Only ``\\n`` ends a line, and bytes that
-    are not UTF-8 read as U+FFFD, as in ``Source.lines``."""
-    buf = np.frombuffer(block, np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    last_open = not block.endswith(b"\n")
-    n = len(ends) + (1 if last_open else 0)
-    offsets = np.empty(n + 1, np.int64)
-    offsets[0] = 0
-    offsets[1 : len(ends) + 1] = ends + 1
-    if last_open:
-        offsets[-1] = len(block)
-    array = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(block)]
-    )
-    try:
-        text = pl.Series("text", array).cast(pl.String)
-    except pl.exceptions.ComputeError:  # not UTF-8 somewhere: rare, so decode it all
-        return _lines_of(block.decode("utf-8", errors="replace").encode("utf-8"))
-    return text.str.strip_suffix("\n")
 
 
 @dataclass
@@ -202,15 +218,29 @@ class _BulkReader:
 
     # -- one block -------------------------------------------------------------------------
 
-    def prepare(self, block: bytes) -> _Prepared | None:
+    def prepare(self, block: bytes) -> list[_Prepared | int]:
         """What can be known of a block before the parser reaches it (polars and numpy
-        only, so that it runs in a thread beside the walk of the block before)."""
-        text = _lines_of(block)
+        only, so that it runs in a thread beside the walk of the block before), in parts
+        of at most ``BLOCK_LINES`` lines; of a run of blank lines, how many there are."""
+        out: list[_Prepared | int] = []
+        for part in pieces(block, BLOCK_LINES):
+            prepared = part.lines if isinstance(part, Blank) else self._prepare(part)
+            if prepared is not None:
+                out.append(prepared)
+        return out
+
+    def _prepare(self, block: bytes) -> _Prepared | None:
+        text = lines_of(block)
         if len(text) == 0:
             return None
         frame = self._classify(text)
         kind = frame["_kind"].to_numpy()
         records = self._records(frame)
+        bad = contradicts(records) if len(records) else None
+        if bad is not None and bad.any():  # the line parser says what is wrong with them
+            kind = kind.copy()
+            kind[records.filter(bad)["_i"].to_numpy()] = SLOW
+            records = records.filter(~bad)
         # After a record the line parser holds it until the next line shows it ended, so a
         # line it would otherwise pass over is read then (offered to an open record, or
         # held as the start of a wrapped one): such lines go to the parser.
@@ -245,9 +275,10 @@ class _BulkReader:
             rec_format=records["format"].to_list() if has else [],
         )
 
-    def walk(self, prepared: _Prepared | None, base: int) -> int:
-        if prepared is None:
-            return base
+    def walk(self, prepared: _Prepared | int, base: int) -> int:
+        if isinstance(prepared, int):  # blank lines: nothing the parser holds changes
+            self.parser.lines = max(self.parser.lines, base + prepared)
+            return base + prepared
         self._walk(prepared, base)
         detach(self.parser)
         self.stage.flush(self.parser.tables, self.frames, keep_from=self.parser.open_line())
@@ -311,7 +342,9 @@ class _BulkReader:
             shape_cols.append(hit.str.extract_groups(shape.pattern).alias(f"_shape{i}"))
         df = df.with_columns(shape_cols)
         matched = [
-            pl.col(f"_shape{i}").struct.field("__m").is_not_null() for i in range(len(plan.shapes))
+            pl.col(f"_shape{i}").struct.field("__m").is_not_null()
+            & clean_enough(pl.col(f"_shape{i}"), shape.names, plan.max_k)
+            for i, shape in enumerate(plan.shapes)
         ]
         shape_index = pl.lit(None, pl.Int32)
         for i in reversed(range(len(plan.shapes))):
@@ -351,7 +384,7 @@ class _BulkReader:
             for name in fields.columns:
                 if name.startswith("_"):
                     continue
-                conv.append(_convert(name, types.get(name, "int")))
+                conv.append(convert(name, types.get(name, "int")))
             fields = fields.with_columns(conv)
             fields = fields.with_columns(
                 pl.lit(d.name).alias("format"),
@@ -359,7 +392,7 @@ class _BulkReader:
                 *(pl.lit(v).alias(k) for k, v in shape.shape.set.items()),
             )
             for derivation in d.derive.values():
-                fields = BULK_DERIVATIONS[derivation](fields)
+                fields = FRAME_DERIVATIONS[derivation](fields)
             out.append(fields)
         if not out:
             return pl.DataFrame()
@@ -458,6 +491,7 @@ class _Walk:
         # The header's parts are read for a few lines per stretch: by index, not as lists.
         self.header = frame
         self.dated = p.dated
+        self.filled: np.ndarray | None = None  # the lines that are not blank, when asked
         n = len(kind)
         self.run_of = np.zeros(n, np.int64)  # the run a bulk record went to (0: fed)
         self.stretch_of = np.full(n, -1, np.int64)
@@ -484,10 +518,27 @@ class _Walk:
     def feed(self, i: int, line_text: str) -> None:
         self.parser.feed(self.base + i + 1, line_text)
 
-    def _feed_one(self, i: int, b: int) -> None:
-        self.feed(i, self.text[i])
+    def _feed_one(self, i: int, b: int) -> int:
+        """Feed line ``i`` (and after it the blank lines it starts, at once: they change
+        nothing the parser holds, and a record held open by them would cost a feed per
+        line). Returns the next line to feed."""
+        text = self.text[i]
+        if not text or text.isspace():
+            return self._pass_blank(i, b)
+        self.feed(i, text)
         if i + 1 < b and self.has_env[i + 1]:
             self.parser.close_record()
+        return i + 1
+
+    def _pass_blank(self, a: int, b: int) -> int:
+        if self.filled is None:  # the lines that are not blank (a blank one was met)
+            self.filled = np.flatnonzero(self.text.str.contains(r"\S").fill_null(True).to_numpy())
+        at = int(np.searchsorted(self.filled, a + 1))  # line a is blank (Python's view)
+        c = min(int(self.filled[at]) if at < len(self.filled) else b, b)
+        self.parser.lines = max(self.parser.lines, self.base + c)
+        if c < b and self.has_env[c]:
+            self.parser.close_record()
+        return c
 
     def stretch(self, a: int, b: int) -> None:
         """Lines ``a`` to ``b`` (exclusive), none of which the parser must see by itself."""
@@ -499,8 +550,7 @@ class _Walk:
             b -= 1
         while a < b:
             while a < b and not parser.quiet:
-                self._feed_one(a, b)
-                a += 1
+                a = self._feed_one(a, b)
             if a >= b:
                 break
             # The first line of a process that is not the run's own is fed: it may start a run.
@@ -580,49 +630,3 @@ class _Walk:
         )
         self.run_of[rec_idx] = ordinal
         self.stretch_of[rec_idx] = sid
-
-
-def _convert(name: str, kind: str) -> pl.Expr:
-    c = pl.col(name)
-    if name == "engine":
-        return c.cast(pl.Int32)
-    if kind == "int":
-        return c.cast(pl.Int64)
-    if kind == "float":
-        return c.cast(pl.Float64)
-    if kind == "percent":
-        # As the line parser rounds: the printed digits over a power of ten.
-        digits = c.str.replace(".", "", literal=True).cast(pl.Int64)
-        scale = (c.str.len_bytes() - c.str.find(".", literal=True) - 1 + 2).cast(pl.Int64)
-        return (digits / pl.lit(10.0).pow(scale)).alias(name)
-    if kind == "float_list":
-        return c.str.split(", ").cast(pl.List(pl.Float64))
-    raise ValueError(f"plain shapes cannot carry a {kind} field ({name})")
-
-
-def _spec_counts(rows: pl.DataFrame) -> pl.DataFrame:
-    """The bulk form of ``derive.vllm_v1_spec_decode``: k from the list, drafts = draft
-    tokens / k, per-position counts = printed rate times drafts (rounded half to even,
-    as Python's round)."""
-    if "per_position_rate" not in rows.columns:
-        return rows
-    rows = rows.with_columns(pl.col("per_position_rate").list.len().cast(pl.Int32).alias("k"))
-    rows = rows.with_columns(drafts_from_tokens_column().alias("drafts"))
-    rates = rows["per_position_rate"]
-    lengths = rates.list.len().fill_null(0).to_numpy()
-    values = rates.explode().to_numpy()
-    drafts = np.repeat(rows["drafts"].fill_null(0).to_numpy(), lengths)
-    counts = np.rint(values * drafts).astype(np.int64)
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    arr = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(counts))
-    per_pos = pl.Series("accepted_per_pos", arr).cast(pl.List(pl.Int64))
-    return rows.with_columns(
-        pl.when(pl.col("per_position_rate").is_not_null()).then(per_pos).alias("accepted_per_pos")
-    )
-
-
-BULK_DERIVATIONS = {
-    "vllm_v1_spec_decode": _spec_counts,
-    "vllm_engine_stats": lambda rows: rows,
-}

@@ -98,6 +98,27 @@ def vllm_engine_stats(row: Row) -> Row:
     return row
 
 
+def to_deltas(
+    totals: dict[Any, dict[str, Any]], state: Any, columns: tuple[str, ...], row: Row
+) -> None:
+    """Counts printed since the engine started become counts since the last record (of
+    the same ``state``: run, process and format; ``totals`` keeps the last of each).
+    The first record of an engine keeps its totals (``counts = since_engine_start``);
+    a total that drops means the engine restarted (``since_restart``)."""
+    now = {c: row.get(c) for c in columns}
+    before = totals.get(state)
+    totals[state] = now
+    if before is None:
+        row["counts"] = "since_engine_start"
+    elif any(now[c] is not None and before.get(c) is not None and now[c] < before[c] for c in now):
+        row["counts"] = "since_restart"
+    else:
+        row["counts"] = "delta"
+        for c, value in now.items():
+            if value is not None and before.get(c) is not None:
+                row[c] = value - before[c]
+
+
 # --- configuration ---------------------------------------------------------------------
 
 
@@ -230,4 +251,5 @@ __all__ = [
     "fill_drafts",
     "normalise_method",
     "quantization_from_model_name",
+    "to_deltas",
 ]

@@ -7,12 +7,14 @@ so a value runs up to the next ``, Label:`` rather than to the next comma.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import regex
 
 from specscope.logs.definitions import Definition, FieldSpec
+from specscope.logs.limits import MAX_COUNT, max_k
 
 # A label starts the body or follows a comma, begins with a letter, and ends at a colon
 # that is not part of a time or ratio ("0:12"). Wrapped text may have lost the space
@@ -27,10 +29,17 @@ _NUMBER = regex.compile(
     r"\s*(?P<num>[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+))", regex.I
 )
 _LIST_ITEM = regex.compile(r"\s*(?:[-+]?(?:nan|inf|\d+(?:\.\d*)?|\.\d+))\s*%?\s*$", regex.I)
+# A byte no log prints in a value: a number next to one was damaged on its way here.
+_DAMAGE = frozenset(map(chr, [*range(9), 11, 12, *range(14, 32), 127, 0xFFFD]))
 
 
 class FieldValueError(ValueError):
     """A value that does not read as its declared type; the message names the text."""
+
+
+class ListTooLongError(FieldValueError):
+    """A per-position list longer than a draft can be (``limits.max_k``): the record
+    is skipped, not kept without it."""
 
 
 def split_labels(body: str) -> list[tuple[str, str]]:
@@ -50,6 +59,8 @@ def _number(text: str) -> float:
     m = _NUMBER.match(text)
     if not m:
         raise FieldValueError(f"expected a number, got {text[:40]!r}")
+    if text[m.end() : m.end() + 1] in _DAMAGE:
+        raise FieldValueError(f"a damaged number (a control byte inside): {text[:40]!r}")
     return float(m.group("num"))
 
 
@@ -67,6 +78,10 @@ def convert(spec: FieldSpec, raw: str) -> Any:
         raise FieldValueError(f"expected true/false, got {raw[:40]!r}")
     if kind in ("float_list", "percent_list"):
         items = [x for x in raw.split(",") if x.strip()]
+        if len(items) > max_k():
+            raise ListTooLongError(
+                f"a list of {len(items)} entries, over the limit of {max_k()} (SPECSCOPE_MAX_K)"
+            )
         if not items:
             raise FieldValueError(f"expected a list of numbers, got {raw[:40]!r}")
         values: list[float | None] = []
@@ -86,7 +101,7 @@ def convert(spec: FieldSpec, raw: str) -> Any:
     if math.isinf(value) and kind != "float":  # a float may be inf (a request rate)
         raise FieldValueError(f"expected a finite number, got {raw[:40]!r}")
     if kind == "int":
-        if not value.is_integer() or not 0 <= value < _MAX_COUNT:
+        if not value.is_integer() or not 0 <= value < MAX_COUNT:
             raise FieldValueError(f"expected a count, got {raw[:40]!r}")
         return int(value)
     if kind == "percent":
@@ -94,9 +109,6 @@ def convert(spec: FieldSpec, raw: str) -> Any:
             raise FieldValueError(f"expected a percentage, got {raw[:40]!r}")
         return _percent(value)
     return value
-
-
-_MAX_COUNT = 2**53  # counts above this are not counts (and would not survive a float)
 
 
 def _percent(value: float) -> float:
@@ -118,6 +130,7 @@ class Reading:
     whole: int = 0  # fields whose value shows it is complete
     items: int = 0  # entries of the list values read
     chars: int = 0  # characters of the values read (known fields only)
+    refused: str | None = None  # why the record cannot be kept (a list over the limit)
 
     @property
     def notes(self) -> list[str]:
@@ -129,7 +142,7 @@ def read_fields(defn: Definition, body: str) -> Reading:
     but does not was cut off: its last value may be cut too, so it is kept only when its text
     shows it whole (the field's ``complete`` pattern, e.g. a count with its unit)."""
     reading = Reading()
-    values, problems = reading.values, reading.problems
+    values = reading.values
     pairs = split_labels(body)
     cut_off = (
         defn.ends_with is not None
@@ -175,7 +188,7 @@ def read_fields(defn: Definition, body: str) -> Reading:
         try:
             values[spec.column] = convert(spec, raw)
         except FieldValueError as exc:
-            problems.append(f"{spec.label}: {exc}")
+            _note(reading, spec, exc)
             continue
         if spec.complete is None or spec.complete.fullmatch(raw.strip()):
             reading.chars += len(raw.strip())  # junk glued to a value adds nothing
@@ -188,15 +201,23 @@ def read_fields(defn: Definition, body: str) -> Reading:
     return reading
 
 
+def _note(reading: Reading, spec: FieldSpec, exc: FieldValueError) -> None:
+    reading.problems.append(f"{spec.label}: {exc}")
+    if isinstance(exc, ListTooLongError):
+        reading.refused = f"{spec.label}: {exc}"
+
+
 def _put_item(reading: Reading, spec: FieldSpec, index: int, raw: str) -> None:
     """One entry of a list printed one per line (``Position 3: 64.77``)."""
-    if index > 4096:
-        reading.problems.append(f"{spec.label}: index {index} is out of range")
+    if index >= max_k():
+        reading.refused = (
+            f"{spec.label}: entry {index} is over the limit of {max_k()} (SPECSCOPE_MAX_K)"
+        )
         return
     try:
         value = convert(spec, raw)
     except FieldValueError as exc:
-        reading.problems.append(f"{spec.label}: {exc}")
+        _note(reading, spec, exc)
         return
     items = reading.values.setdefault(spec.column, [])
     items.extend([None] * (index + 1 - len(items)))
@@ -245,7 +266,7 @@ def read_block(defn: Definition, text: str) -> Reading:
         try:
             reading.values[spec.column] = convert(spec, raw)
         except FieldValueError as exc:
-            reading.problems.append(f"{spec.label}: {exc}")
+            _note(reading, spec, exc)
     return reading
 
 
@@ -260,7 +281,7 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
         try:
             reading.values[spec.column] = convert(spec, raw)
         except FieldValueError as exc:
-            reading.problems.append(f"{spec.label}: {exc}")
+            _note(reading, spec, exc)
     return reading
 
 
@@ -275,6 +296,23 @@ def _whole(pattern: regex.Pattern[str], value: str) -> bool:
     return m is not None and _MORE_OF_IT.match(value, m.end()) is None
 
 
+def unreadable(defn: Definition, reading: Reading, columns: Iterable[str]) -> list[str]:
+    """The problems of the fields of ``columns`` that were printed but did not read (under
+    any of their labels)."""
+    wanted = set(columns)
+    names = {f.label for f in defn.fields.values() if f.column in wanted}
+    return [p for p in reading.problems if p.split(":", 1)[0] in names]
+
+
+def labels_of(defn: Definition, columns: Iterable[str]) -> list[str]:
+    """The labels that print ``columns`` (the last of each column's synonyms), quoted."""
+    labels = []
+    for column in columns:
+        names = [f.label for f in defn.fields.values() if f.column == column]
+        labels.append(f"'{names[-1]}'" if names else column)
+    return labels
+
+
 def is_list_continuation(text: str) -> bool:
     """True for a line that holds nothing but list items (``0.139, 0.120,``)."""
     items = [x for x in text.split(",") if x.strip()]
@@ -283,11 +321,14 @@ def is_list_continuation(text: str) -> bool:
 
 __all__ = [
     "FieldValueError",
+    "ListTooLongError",
     "Reading",
     "convert",
     "is_list_continuation",
+    "labels_of",
     "read_block",
     "read_fields",
     "read_json",
     "split_labels",
+    "unreadable",
 ]

@@ -27,6 +27,7 @@ class Envelope:
     time: str | None = None
     year: int | None = None  # when the envelope (or a container timestamp) carries one
     engine: int | None = None  # when the header names it (SGLang's DP rank)
+    flaw: str | None = None  # what the header said that cannot be (its records say so)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +35,7 @@ class Anchor:
     pattern: regex.Pattern[str]
     literals: tuple[str, ...]
     definitions: tuple[Definition, ...]
-
-    @property
-    def fragment(self) -> bool:
-        return all(d.fragment for d in self.definitions)
+    fragment: bool  # every definition on it reads a fragment of a record
 
 
 class Grammar:
@@ -51,7 +49,12 @@ class Grammar:
             if d.kind == "fields" and d.anchor is not None:
                 by_anchor.setdefault(d.anchor.pattern, []).append(d)
         self.anchors = [
-            Anchor(anchor, tuple(lit for d in ds for lit in d.literals), tuple(ds))
+            Anchor(
+                anchor,
+                tuple(lit for d in ds for lit in d.literals),
+                tuple(ds),
+                all(d.fragment for d in ds),
+            )
             for ds in by_anchor.values()
             if (anchor := ds[0].anchor) is not None  # always: by_anchor holds only these
         ]
@@ -162,8 +165,9 @@ class Grammar:
             found.extend((m, anchor) for m in anchor.pattern.finditer(text))
         found.sort(key=lambda x: (x[0].start(), -x[0].end()))
         out: list[tuple[regex.Match[str], Anchor]] = []
+        whole = False  # a whole record's anchor is in ``out``
         for m, a in found:
-            if a.fragment and any(not b.fragment for _, b in out):
+            if a.fragment and whole:
                 continue  # a label inside a whole record, not a pasted fragment
             if (
                 not out
@@ -171,6 +175,7 @@ class Grammar:
                 or (m.start() == m.end() and m.start() > out[-1][0].start())
             ):
                 out.append((m, a))
+                whole = whole or not a.fragment
         return out
 
     def block_start(self, text: str) -> tuple[Definition, regex.Match[str]] | None:
@@ -186,9 +191,13 @@ class Grammar:
 
 def envelope_of(m: regex.Match[str], year: int | None) -> Envelope:
     g = m.groupdict()
+    flaws = []
 
     def num(name: str) -> int | None:
         v = g.get(name)
+        if v and len(v) > 12:  # no pid, date or rank is this long
+            flaws.append(f"a {name} of {len(v)} digits in the log header")
+            return None
         return int(v) if v else None
 
     proc = g.get("proc")
@@ -196,6 +205,9 @@ def envelope_of(m: regex.Match[str], year: int | None) -> Envelope:
     if not (month and 1 <= month <= 12 and day and 1 <= day <= 31) or not _CLOCK.fullmatch(
         clock or ""
     ):
+        if g.get("month") or clock:
+            said = f"{g.get('month')}-{g.get('day')} {clock}"
+            flaws.append(f"no timestamp: {said[:40]!r} in the log header is not a date")
         month = day = clock = None  # digits where a date was expected: no timestamp
     return Envelope(
         proc=" ".join(proc.split()) if proc else None,
@@ -206,6 +218,7 @@ def envelope_of(m: regex.Match[str], year: int | None) -> Envelope:
         time=clock,
         year=num("year") or year,
         engine=num("engine"),
+        flaw="; ".join(flaws) or None,
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +21,7 @@ from specscope.logs.assemble import Finished, finish
 from specscope.logs.bulk import parse_source
 from specscope.logs.definitions import load_definitions
 from specscope.logs.grammar import Grammar
+from specscope.logs.limits import max_line_bytes, size_text
 from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
 from specscope.logs.staging import RECORD_TABLES, Stage
@@ -321,6 +323,17 @@ def _ingest_one(
     except SpecscopeError as exc:
         writer.roll_back(mark)  # nothing of a source that failed half way
         return SourceReport(path, "error", error=exc), None
+    except Exception as exc:  # a bug met on this input: it fails alone, the others land
+        writer.roll_back(mark)
+        if os.environ.get("SPECSCOPE_DEBUG"):
+            traceback.print_exc()
+        what = " ".join(str(exc).split())[:200]
+        error = SpecscopeError(
+            f"internal error while reading it: {type(exc).__name__}: {what} (nothing of it "
+            "was stored; set SPECSCOPE_DEBUG=1 for the traceback, and please report it)",
+            path=path,
+        )
+        return SourceReport(path, "error", error=error), None
 
 
 def _ingest_parsed(
@@ -353,6 +366,14 @@ def _ingest_parsed(
             if len(events)
             else ""
         )
+        if result.long_lines:
+            n, size = result.long_lines[0]
+            more = len(result.long_lines) - 1
+            held += (
+                f"; line {n} ({size:,} bytes)"
+                + (f" and {more} more" if more else "")
+                + f" over the {size_text(max_line_bytes())} line limit not read"
+            )
         raise NoTelemetryError(
             f"no speculative-decoding telemetry found in {result.lines} lines{held} "
             f"(formats known: {', '.join(names)}; `specscope formats --samples` shows them)",
@@ -369,10 +390,15 @@ def _ingest_parsed(
     )
     first_year, basis = done.first_year, done.year_basis
     after = previous["lines"] if previous else 0
+    flagged: list[tuple[int, str]] = [(0, "")]  # how many records kept with a problem; examples
     # One table at a time: writing two side by side saved 4% and cost 10 MB of peak memory.
     for table in RECORD_TABLES:
-        parts = (
-            store_columns(part.filter(pl.col("line") > after), table) for part in done.parts(table)
+        parts = _flagged(
+            (
+                store_columns(part.filter(pl.col("line") > after), table)
+                for part in done.parts(table)
+            ),
+            flagged,
         )
         # The run sums of a log read from its start are those of the run summary.
         report.added[table] = writer.add_parts(
@@ -383,6 +409,13 @@ def _ingest_parsed(
     report.found = {table: done.counts.get(table, 0) for table in RECORD_TABLES}
     report.found["runs"] = len(runs)
     report.skipped = _skipped(result)
+    if flagged[0][0]:
+        count, first = flagged[0][0], sorted(flagged[1:])[:SKIP_EXAMPLES]
+        lines = ", ".join(str(n) for n, _ in first) + (" ..." if count > len(first) else "")
+        report.notes.append(
+            f"{count} record{'s' if count > 1 else ''} kept with a problem (their `problems` "
+            f"column; line {lines}): {first[0][1]}"
+        )
     report.runs = _summaries(done)
     if previous:
         report.notes.append(f"grew since the last ingest: read on from line {after + 1}")
@@ -441,6 +474,18 @@ def frames(
     runs = pl.DataFrame(pa.Table.from_pylist(done.runs, schema=RUNS))
     out["runs"] = runs.with_columns(pl.lit(source_id).alias("source_id"))
     return out
+
+
+def _flagged(parts: Iterable[pl.DataFrame], out: list[tuple[int, str]]) -> Iterator[pl.DataFrame]:
+    """The parts, counting in ``out[0]`` the rows that have a problem and keeping the line
+    and problem of the first few of each part after it."""
+    for part in parts:
+        if "problems" in part.columns:
+            rows = part.filter(pl.col("problems").is_not_null()).select("line", "problems")
+            if len(rows):
+                out[0] = (out[0][0] + len(rows), "")
+                out.extend(rows.head(SKIP_EXAMPLES).iter_rows())
+        yield part
 
 
 def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict[str, Any] | None:

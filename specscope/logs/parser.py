@@ -15,14 +15,17 @@ from typing import Any
 
 import regex
 
+from specscope.logs.checks import check_row, guarded, refusal
 from specscope.logs.clean import clean_line
 from specscope.logs.definitions import Definition, EventSpec, load_definitions
-from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
+from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS, to_deltas
 from specscope.logs.fields import (
     Reading,
+    labels_of,
     read_block,
     read_fields,
     read_json,
+    unreadable,
 )
 from specscope.logs.grammar import (
     Envelope,
@@ -31,9 +34,16 @@ from specscope.logs.grammar import (
     far_apart,
     side_by_side,
 )
+from specscope.logs.limits import (
+    MAX_JSON_DOC_BYTES,
+    LongLines,
+    cap_text_lines,
+    max_line_bytes,
+    refresh,
+)
 from specscope.logs.pyrepr import parse_key_values, parse_python_dict
 from specscope.logs.results import BulkRow, ParseResult, Row, Run, Skip
-from specscope.logs.wrapped import Block, Origin, Pending, PendingConfig, Piece
+from specscope.logs.wrapped import Block, Breaks, Origin, Pending, PendingConfig, Piece, line_at
 
 _HOLD_MAX = 4096  # a held line longer than this is fed as it is
 
@@ -42,6 +52,7 @@ class LineParser:
     """Feeds lines through the grammar, keeping the state that spans lines."""
 
     def __init__(self, grammar: Grammar | None = None) -> None:
+        refresh()  # the limits, as the environment sets them now
         self.grammar = grammar or Grammar(load_definitions())
         self.tables: dict[str, list[Row]] = {}
         self.runs: list[Run] = []
@@ -172,8 +183,11 @@ class LineParser:
 
     # -- feeding ---------------------------------------------------------------------------
 
+    @guarded("a line")
     def feed(self, line: int, raw: str) -> None:
         self.lines = max(self.lines, line)
+        if not raw or raw.isspace():
+            return  # a blank line changes nothing held (a record goes on after it)
         if raw.startswith("{") and self.grammar.json_docs and self.feed_json(line, raw):
             return
         for part in raw.split("\r"):
@@ -190,6 +204,7 @@ class LineParser:
                 continue
             self._feed_clean(line, cleaned.text, cleaned.year)
 
+    @guarded("a JSON document")
     def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:
         """A JSON document (a saved benchmark result) read as one record; False when
         ``text`` is not one that a definition knows."""
@@ -237,7 +252,7 @@ class LineParser:
         if start is not None:
             self._finish_pending()
             defn, m = start
-            self._block = Block(defn, text[m.start() :], line)
+            self._block = Block(defn, text[m.start() :], line, m)
             return
         if self.grammar.unfinished(text):
             self._held = (line, text, year, ((0, line),))
@@ -285,15 +300,17 @@ class LineParser:
                 )
             first = False
 
+    @guarded("a line")
     def _feed_part(
         self, line: int, text: str, year: int | None, breaks: Breaks | None = None
     ) -> None:
         """Feed one logical line; ``breaks`` says at which offsets physical lines began
         when it was joined from several."""
         breaks = breaks or ((0, line),)
+        prose_from = len(text) - len(text.lstrip(" \t>-*`"))  # what is before it is markup
         for piece in self._pieces(text, year):
-            last = _line_at(breaks, max(piece.start, piece.end - 1))
-            line = _line_at(breaks, piece.start)
+            last = line_at(breaks, max(piece.start, piece.end - 1))
+            line = line_at(breaks, piece.start)
             if piece.has_env and piece.env is not None:
                 self._see_process(piece.env, line)
             if piece.anchor is None and not piece.has_env and not piece.text.strip():
@@ -316,9 +333,7 @@ class LineParser:
                 self._finish_pending()
                 self._pending = Pending(piece, line)
                 self._pending.end_line = last
-                self._pending.in_prose = not piece.has_env and bool(
-                    text[: piece.start].strip(" \t>-*`")
-                )
+                self._pending.in_prose = not piece.has_env and piece.start > prose_from
                 continue
             self._finish_pending()
             self._other(piece, line)
@@ -357,6 +372,7 @@ class LineParser:
         if env is not None:
             row["_ts"] = (env.year, env.month, env.day, env.time)
 
+    @guarded("a record")
     def _finish_pending(self) -> None:
         pending, self._pending = self._pending, None
         if pending is None:
@@ -370,7 +386,7 @@ class LineParser:
             if reason is None:
                 return
             reasons.append(reason)
-            if _unreadable(defn, reading, defn.required):
+            if reading.refused or unreadable(defn, reading, defn.required):
                 # A record of this format whose value is there but does not read is a
                 # fault to report, not one for a looser definition (a trimmed or pasted
                 # form tried after it) to keep without that value.
@@ -379,6 +395,7 @@ class LineParser:
             reason = next(r for r in reasons if r)
             self.skipped.append(Skip(pending.line, reason, pending.text[:300]))
 
+    @guarded("a block")
     def _finish_block(self) -> None:
         block, self._block = self._block, None
         if block is None:
@@ -386,8 +403,8 @@ class LineParser:
         text = "\n".join(block.lines)
         origin = Origin(block.line, block.end_line, None)
         reading = read_block(block.defn, text)
-        if not reading.values:
-            return  # a title line and nothing under it
+        if len(reading.values) < block.needed:
+            return  # a title and nothing under it, or a label or two in prose: no block
         reason = self._accept(block.defn, origin, reading, {})
         if reason is not None:
             self.skipped.append(Skip(block.line, reason, text[:300]))
@@ -397,7 +414,7 @@ class LineParser:
     ) -> str | None:
         """Store what a record said; the reason it cannot be stored otherwise."""
         values: Row = {**groups, **reading.values}
-        if len(reading.values) < defn.min_fields:
+        if defn.kind != "block" and len(reading.values) < defn.min_fields:
             return ""  # a label or two in prose, not a record: nothing to report
         if defn.refuse_cut and (reading.cut or reading.trails):
             # Ends like a record cut off, not like one trimmed by hand: the definition
@@ -406,10 +423,13 @@ class LineParser:
         missing = [c for c in defn.required if values.get(c) is None]
         if missing:
             # A field that is there but unreadable is a different fault from one not printed.
-            bad = _unreadable(defn, reading, missing)
+            bad = unreadable(defn, reading, missing)
             if bad:
                 return f"{defn.title} with an unreadable value: {'; '.join(bad)}"
-            return f"{defn.title} without {', '.join(_labels_of(defn, missing))}"
+            return f"{defn.title} without {', '.join(labels_of(defn, missing))}"
+        reading.refused = reading.refused or refusal(values)
+        if reading.refused:  # (no looser definition tried after this one keeps it either)
+            return f"{defn.title} that cannot be kept: {reading.refused}"
         tables = defn.tables
         rows: dict[str, Row] = {t: {} for t in tables}
         column_table = {f.column: f.table or tables[0] for f in defn.fields.values()}
@@ -464,9 +484,15 @@ class LineParser:
                 if row.get("engine") is None and origin.env.engine is not None:
                     row["engine"] = origin.env.engine
             if defn.counts == "cumulative" and table == tables[0]:
-                self._to_deltas(defn, run, key, row)
+                state = (run.ordinal, key, defn.name)
+                to_deltas(self._cumulative, state, defn.cumulative, row)
             if defn.derive.get(table):
                 row = RECORD_DERIVATIONS[defn.derive[table]](row)
+            flaws = check_row(table, row)
+            if origin.env is not None and origin.env.flaw and table == tables[0]:
+                flaws.append(origin.env.flaw)
+            if flaws:
+                row["problems"] = "; ".join([*filter(None, [row.get("problems")]), *flaws])
             if table == "spec_decode":
                 previous = run.last_record.get(key)
                 if previous is not None and previous[0] == "engine_stats":
@@ -477,26 +503,6 @@ class LineParser:
             self._emit(table, row)
         self.telemetry_lines += origin.end_line - origin.line + 1
         return None
-
-    def _to_deltas(self, defn: Definition, run: Run, key: tuple[Any, ...], row: Row) -> None:
-        """Counts printed since the engine started become counts since the last record.
-        The first record of an engine keeps its totals (``counts = since_engine_start``);
-        a total that drops means the engine restarted (``since_restart``)."""
-        state = (run.ordinal, key, defn.name)
-        now = {c: row.get(c) for c in defn.cumulative}
-        before = self._cumulative.get(state)
-        self._cumulative[state] = now
-        if before is None:
-            row["counts"] = "since_engine_start"
-        elif any(
-            now[c] is not None and before.get(c) is not None and now[c] < before[c] for c in now
-        ):
-            row["counts"] = "since_restart"
-        else:
-            row["counts"] = "delta"
-            for c, value in now.items():
-                if value is not None and before.get(c) is not None:
-                    row[c] = value - before[c]
 
     def _other(self, piece: Piece, line: int) -> None:
         text = piece.text
@@ -520,6 +526,7 @@ class LineParser:
             if m is not None:
                 self._event(event, m, piece, line)
 
+    @guarded("a configuration line")
     def _finish_config(self) -> None:
         pending, self._config_pending = self._config_pending, None
         if pending is not None:
@@ -574,35 +581,6 @@ class LineParser:
         self._emit("events", row)
 
 
-Breaks = tuple[tuple[int, int], ...]  # (offset in a joined line, physical line number)
-
-
-def _line_at(breaks: Breaks, offset: int) -> int:
-    line = breaks[0][1]
-    for start, number in breaks:
-        if start > offset:
-            break
-        line = number
-    return line
-
-
-def _unreadable(defn: Definition, reading: Reading, columns: Iterable[str]) -> list[str]:
-    """The problems of the fields of ``columns`` that were printed but did not read (under
-    any of their labels)."""
-    wanted = set(columns)
-    names = {f.label for f in defn.fields.values() if f.column in wanted}
-    return [p for p in reading.problems if p.split(":", 1)[0] in names]
-
-
-def _labels_of(defn: Definition, columns: Iterable[str]) -> list[str]:
-    wanted = list(columns)
-    labels = []
-    for column in wanted:
-        names = [f.label for f in defn.fields.values() if f.column == column]
-        labels.append(f"'{names[-1]}'" if names else column)
-    return labels
-
-
 _JSON_DOC_LINES = 100_000
 
 
@@ -616,7 +594,12 @@ def parse_lines(lines: Iterable[tuple[int, str]], grammar: Grammar | None = None
     head: list[tuple[int, str]] = [first]
     if first[1].strip() == "{" and parser.grammar.json_docs:
         # A pretty-printed JSON document (`--save-result` with indent): read it whole.
-        head.extend(itertools.islice(numbered, _JSON_DOC_LINES))
+        size = len(first[1])
+        for item in itertools.islice(numbered, _JSON_DOC_LINES):
+            head.append(item)
+            size += len(item[1]) + 1
+            if size > MAX_JSON_DOC_BYTES:
+                break  # too big to be one: read line by line
         text = "\n".join(t for _, t in head)
         if parser.feed_json(head[0][0], text, head[-1][0]):
             head = []
@@ -626,12 +609,25 @@ def parse_lines(lines: Iterable[tuple[int, str]], grammar: Grammar | None = None
 
 
 def parse_text(text: str, grammar: Grammar | None = None) -> ParseResult:
-    """Parse a string holding a log (or a paste of one)."""
-    return parse_lines(enumerate(text.split("\n"), start=1), grammar)
+    """Parse a string holding a log (or a paste of one); a line over the line limit is
+    skipped, as from a file."""
+    refresh()
+    long = LongLines(max_line_bytes())
+    lines = cap_text_lines(enumerate(text.split("\n"), start=1), long, long.limit)
+    return noted(parse_lines(lines, grammar), long)
+
+
+def noted(result: ParseResult, long: LongLines) -> ParseResult:
+    """``result`` with the lines over the line limit among its skipped lines."""
+    result.skipped.extend(Skip(n, long.reason, f"{size:,} bytes") for n, size in long.lines)
+    result.long_lines = list(long.lines)
+    result.lines = max([result.lines, *(n for n, _ in long.lines)])
+    return result
 
 
 __all__ = [
     "LineParser",
+    "noted",
     "parse_lines",
     "parse_text",
 ]

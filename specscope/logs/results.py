@@ -68,3 +68,4 @@ class ParseResult:
     telemetry_lines: int = 0  # lines that held a record of any table
     # Records read in bulk that a later line completed (see BulkRow).
     patches: list[tuple[str, BulkRow]] = field(default_factory=list)
+    long_lines: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes) not read

@@ -26,6 +26,13 @@ from specscope.errors import (
     InputNotAFileError,
     InputUnreadableError,
 )
+from specscope.logs.limits import (
+    LongLines,
+    cap_lines,
+    gzip_allowance,
+    max_line_bytes,
+    size_text,
+)
 
 STDIN = "-"
 HEAD_BYTES = 65536
@@ -84,25 +91,46 @@ class Source:
         except OSError as exc:
             raise InputUnreadableError(exc.strerror or str(exc), path=self.display) from exc
 
-    def lines(self) -> Iterator[tuple[int, str]]:
-        """``(line number, text)`` for every line; ``\\n`` alone ends a line."""
+    def lines(self, long: LongLines | None = None) -> Iterator[tuple[int, str]]:
+        """``(line number, text)`` for every line; ``\\n`` alone ends a line. A line over
+        the line limit comes as ``""`` (and is noted in ``long``), never held whole."""
+        limit = long.limit if long is not None else max_line_bytes()
         chunks = self._chunks()
         first = next(chunks, b"")
-        decoder = codecs.getincrementaldecoder(_encoding(first[:_SNIFF], self.display))(
-            errors="replace"
-        )
-        pending = ""
+        encoding = _encoding(first[:_SNIFF], self.display)
+        read = itertools.chain((first,), chunks)
+        ascii_like = encoding in ("utf-8", "utf-8-sig")
+        stream: Iterator[bytes | memoryview] = cap_lines(read, long, limit) if ascii_like else read
+        decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        pending: list[str] = []  # the start of the current line
+        held = 0  # its length; over the limit (UTF-16: in characters) it is dropped
         number = 0
-        for chunk in itertools.chain((first,), chunks):
-            pending += decoder.decode(chunk)
-            parts = pending.split("\n")
-            pending = parts.pop()
-            for part in parts:
+        for chunk in itertools.chain(stream, (None,)):
+            text = decoder.decode(b"", final=True) if chunk is None else decoder.decode(chunk)
+            parts = text.split("\n")
+            tail = parts.pop()
+            for i, part in enumerate(parts):
                 number += 1
+                if i == 0 and (pending or held):
+                    held += len(part)
+                    part = "".join(pending) + part if held <= limit else ""
+                    pending = []
+                if held > limit or len(part) > limit:
+                    if long is not None:
+                        long.lines.append((number, max(held, len(part))))
+                    part = ""
+                held = 0
                 yield number, part
-        pending += decoder.decode(b"", final=True)
-        if pending:
-            yield number + 1, pending
+            held += len(tail)
+            if held <= limit and tail:
+                pending.append(tail)
+            elif held > limit:
+                pending = []
+        if held > limit:
+            if long is not None:
+                long.lines.append((number + 1, held))
+        elif pending:
+            yield number + 1, "".join(pending)
 
     def lines_at(self, starts: Iterable[int], count: int) -> dict[int, list[str]]:
         """Up to ``count`` lines from each of the line numbers ``starts``, numbered as
@@ -111,9 +139,10 @@ class Source:
         out: dict[int, list[str]] = {n: [] for n in wanted}
         if not wanted:
             return out
-        chunks = self._chunks()
-        first = next(chunks, b"")
+        raw = self._chunks()
+        first = next(raw, b"")
         encoding = _encoding(first[:_SNIFF], self.display)
+        chunks = cap_lines(itertools.chain((first,), raw), None, max_line_bytes())
         if encoding not in ("utf-8", "utf-8-sig"):  # not ASCII-compatible: count decoded lines
             for number, text in self.lines():
                 for start in wanted:
@@ -124,7 +153,7 @@ class Source:
             return out
         number, held = 1, b""  # the number of the first line in ``held``
         last = wanted[-1] + count - 1
-        for chunk in itertools.chain((first,), chunks, (None,)):
+        for chunk in itertools.chain(chunks, (None,)):
             if chunk is not None:
                 held += chunk
                 ends = held.count(b"\n")
@@ -154,12 +183,14 @@ class Source:
         first = next(self._chunks(), b"")
         return _encoding(first[:_SNIFF], self.display)
 
-    def blocks(self, size: int) -> Iterator[bytes]:
+    def blocks(self, size: int, long: LongLines | None = None) -> Iterator[bytes]:
         """The content in blocks of about ``size`` bytes that end where a line ends (the
-        last may not): for reading in bulk."""
-        parts: list[bytes] = []
+        last may not): for reading in bulk. Lines over the line limit come empty, as from
+        ``lines`` (UTF-8 only), noted in ``long`` by where they are (``LongLines.place``)."""
+        parts: list[bytes | memoryview] = []
         held = 0
-        for chunk in self._chunks():
+        limit = long.limit if long is not None else max_line_bytes()
+        for chunk in cap_lines(self._chunks(), long, limit, numbered=False):
             parts.append(chunk)
             held += len(chunk)
             if held < size:
@@ -173,7 +204,9 @@ class Source:
             yield b"".join(parts)
 
     def _chunks(self) -> Iterator[bytes]:
-        """The content in blocks, gunzipped when it is gzip (several members too)."""
+        """The content in blocks, gunzipped when it is gzip (several members too). A gzip
+        stream inflates a block at a time (never more than ``_CHUNK`` at once) and is
+        refused once it inflates past ``limits.gzip_allowance`` of its size."""
         with self._open_raw() as raw:
             data = raw.read(_CHUNK)
             if data[:2] != b"\x1f\x8b":
@@ -181,11 +214,15 @@ class Source:
                     yield data
                     data = raw.read(_CHUNK)
                 return
-            produced = False
+            compressed = (
+                len(self._data) if self._data is not None else os.fstat(raw.fileno()).st_size
+            )
+            allowed = gzip_allowance(compressed)
+            produced = 0
             inflate = zlib.decompressobj(wbits=31)
             while True:
                 try:
-                    out = inflate.decompress(data)
+                    out = inflate.decompress(data, _CHUNK)
                 except zlib.error as exc:
                     if not produced:
                         raise InputBinaryError(
@@ -197,8 +234,18 @@ class Source:
                     )
                     return
                 if out:
-                    produced = True
+                    produced += len(out)
+                    if produced > allowed:
+                        raise InputBinaryError(
+                            f"a gzip stream of {size_text(compressed)} that inflates past "
+                            f"{size_text(allowed)} (a gzip bomb?): refused "
+                            "(SPECSCOPE_GZIP_MAX_RATIO, SPECSCOPE_GZIP_MAX_BYTES raise the limit)",
+                            path=self.display,
+                        )
                     yield out
+                if inflate.unconsumed_tail:
+                    data = inflate.unconsumed_tail  # more output is waiting in this input
+                    continue
                 if inflate.eof:
                     data = inflate.unused_data or raw.read(_CHUNK)
                     if not data.strip(b"\x00"):

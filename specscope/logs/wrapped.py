@@ -16,9 +16,12 @@ from specscope.logs.fields import (
     read_fields,
 )
 from specscope.logs.grammar import Anchor, Envelope
+from specscope.logs.limits import max_line_bytes
 from specscope.logs.pyrepr import is_open, parse_key_values, parse_python_dict
 
-MAX_WRAPPED_LINES = 32  # a record wrapped at 40 columns takes about ten
+# A record wrapped at 40 columns takes about ten lines. Joined, a record (a config dict, a
+# result block) is held to the line limit as a whole, as one line is (limits.max_line_bytes).
+MAX_WRAPPED_LINES = 32
 
 
 # The rest of a one-word value cut by a line end (a version, a model path), not a word.
@@ -91,6 +94,8 @@ class Pending:
         d = self.anchor.definitions[0]
         if self.end_line - self.line + 1 >= MAX_WRAPPED_LINES or self.closed():
             return False
+        if len(self.text) + len(text) > max_line_bytes():
+            return False
         if self.anchor.fragment and self.in_prose:
             return False  # a value quoted in a sentence, not a record's first line
         stripped = text.strip()
@@ -140,6 +145,8 @@ class PendingConfig:
     def take(self, text: str) -> bool:
         if self.lines >= MAX_WRAPPED_LINES * 4 or not self.open():
             return False
+        if len(self.text) + len(text) > max_line_bytes():
+            return False
         stripped = text.strip()
         if self.defn.parse:
             joined = self.text.rstrip() + stripped
@@ -169,6 +176,19 @@ class PendingConfig:
         return True
 
 
+Breaks = tuple[tuple[int, int], ...]  # (offset in a joined line, physical line number)
+
+
+def line_at(breaks: Breaks, offset: int) -> int:
+    """The physical line that the character at ``offset`` of a joined line came from."""
+    line = breaks[0][1]
+    for start, number in breaks:
+        if start > offset:
+            break
+        line = number
+    return line
+
+
 @dataclass(slots=True)
 class Origin:
     line: int
@@ -180,13 +200,19 @@ class Block:
     """A multi-line block (bench results, the offline example's summary) being collected."""
 
     MAX_LINES = 120
+    MAX_LINE = 1024  # a result block's lines are short: a longer line is none of them
 
-    def __init__(self, defn: Definition, text: str, line: int) -> None:
+    def __init__(self, defn: Definition, text: str, line: int, start: regex.Match[str]) -> None:
         self.defn = defn
         self.lines = [text]
         self.line = line
         self.end_line = line
         self.ended = False
+        self.size = len(text)
+        # The fields that make it a block: one under its header (the anchor's `header`
+        # group), the definition's `min_fields` without it (a label in prose is no block).
+        headed = start.groupdict().get("header") is not None
+        self.needed = 1 if headed else max(1, defn.min_fields)
 
     def repeats(self, text: str) -> bool:
         """Does ``text`` say again what the block already said (the next block)?"""
@@ -197,10 +223,13 @@ class Block:
         d = self.defn
         if self.ended or len(self.lines) >= self.MAX_LINES:
             return False
+        if len(text) > self.MAX_LINE or self.size + len(text) > max_line_bytes():
+            return False
         if d.end is not None and d.end.search(text):
             self.ended = True
         elif not (read_block(d, text).values or (d.continues and d.continues.search(text))):
             return False
         self.lines.append(text)
+        self.size += len(text)
         self.end_line = line
         return True

@@ -1,0 +1,542 @@
+"""Hostile logs (issue 20): memory and time bounded by the input's size, one bad value
+costs its record and never the batch, and a format is read only in its shape.
+
+Each probe runs ``specscope ingest`` in a process of its own into a store that already
+holds a log, and measures it: peak RSS at most 300 MB, seconds rather than minutes, one
+clear line with the documented exit status, nothing already stored lost, the valid files
+of the batch stored. Inputs are made on the fly in ``tmp_path`` and removed after use.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import resource
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import specscope
+from specscope.errors import ExitStatus
+from specscope.logs.limits import MAX_K, max_line_bytes
+from specscope.logs.parser import parse_text
+
+from .helpers import ROOT, SEEDS
+from .loglines import spec, stats
+
+INT4 = SEEDS / "003_83783f5568908b19.txt"  # 21 spec-decode records
+GOOD_LOG = (
+    SEEDS / "002_2dcac71f91935498.txt"
+)  # another valid log (11 spec-decode records), for batches
+RSS_MB = 300
+SECONDS = 60  # generous for a loaded 2-core machine; the probes take a few seconds
+GOOD = spec(1, 100, [50, 25])
+
+# The measuring process: runs the command (stdin, stdout and stderr passed through) and
+# writes the peak RSS of its one child, the ingest, in KiB.
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "status = subprocess.run(sys.argv[2:]).returncode\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "open(sys.argv[1], 'w').write(str(peak))\n"
+    "sys.exit(status)\n"
+)
+
+
+@dataclass
+class Measured:
+    status: int
+    out: str
+    err: str
+    seconds: float
+    rss_mb: float
+
+    def bounded(self) -> Measured:
+        print(f"ingest: exit {self.status}, {self.seconds:.1f} s, peak RSS {self.rss_mb:.0f} MB")
+        assert self.seconds < SECONDS, f"took {self.seconds:.1f} s"
+        assert self.rss_mb <= RSS_MB, f"peak RSS {self.rss_mb:.0f} MB"
+        assert "Traceback" not in self.out + self.err
+        return self
+
+    def one_error_line(self, *words: str) -> str:
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, self.err
+        assert "internal error" not in lines[0]
+        for word in words:
+            assert word in lines[0], lines[0]
+        return lines[0]
+
+
+def ingest(
+    tmp_path: Path,
+    store: Path,
+    *inputs: object,
+    paste: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> Measured:
+    peak = tmp_path / "peak-rss"
+    command = [
+        sys.executable,
+        "-c",
+        _MEASURE,
+        str(peak),
+        sys.executable,
+        "-m",
+        "specscope",
+        "ingest",
+        *(str(i) for i in inputs),
+        "--store",
+        str(store),
+    ]
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SPECSCOPE_")}
+    start = time.monotonic()
+    done = subprocess.run(
+        command,
+        input=paste,
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=600,
+        env={**environment, **(env or {})},
+    )
+    seconds = time.monotonic() - start
+    rss_mb = int(peak.read_text()) / 1024  # ru_maxrss is in KiB on Linux
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0
+    return Measured(
+        done.returncode,
+        done.stdout.decode(errors="replace"),
+        done.stderr.decode(errors="replace"),
+        seconds,
+        rss_mb,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A store that already holds a log: every probe must leave it there."""
+    path = tmp_path / "store"
+    specscope.ingest(INT4, store=path).raise_for_errors()
+    return path
+
+
+def _rows(store: Path) -> pl.DataFrame:
+    return specscope.open_store(store).spec_decode.collect()
+
+
+def _holds(store: Path, log: Path, records: int) -> None:
+    rows = _rows(store)
+    assert rows.filter(pl.col("source").str.ends_with(log.name)).height == records
+    sources = specscope.open_store(store).sources.collect()
+    assert any(str(p).endswith(log.name) for p in sources["path"])
+
+
+def _kept(store: Path) -> None:
+    _holds(store, INT4, 21)
+
+
+# -- memory and time -------------------------------------------------------------------------
+
+
+def _gzip_bomb(path: Path, size: int) -> None:
+    """A valid gzip stream of ``size`` bytes of 'x' and no newline: one line, about
+    size/1000 compressed (a flushed segment repeated: no segment refers to another)."""
+    block = b"x" * (1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    segment = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    with open(path, "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
+        for _ in range(size >> 20):
+            f.write(segment)
+            crc = zlib.crc32(block, crc)
+        f.write(deflate.flush())
+        f.write(struct.pack("<II", crc, size & 0xFFFFFFFF))
+
+
+def test_a_gzip_bomb_is_refused_and_the_valid_file_beside_it_stored(tmp_path, store):
+    bomb = tmp_path / "bomb.log.gz"
+    _gzip_bomb(bomb, 4 << 30)  # 4 GiB in one line, from about 4 MB
+    assert bomb.stat().st_size < 5 << 20
+    r = ingest(tmp_path, store, GOOD_LOG, bomb).bounded()
+    bomb.unlink()
+    assert r.status == ExitStatus.INPUT_BINARY
+    r.one_error_line("bomb.log.gz", "gzip bomb", "SPECSCOPE_GZIP_MAX_RATIO")
+    _kept(store)
+    _holds(store, GOOD_LOG, 11)
+
+
+def test_the_gzip_limits_are_settable(tmp_path, store):
+    log = tmp_path / "big.log.gz"
+    text = "\n".join(spec(i, 100, [50, 25]) for i in range(1, 20_000)) + "\n"
+    log.write_bytes(gzip.compress(text.encode()))
+    r = ingest(tmp_path, store, log, env={"SPECSCOPE_GZIP_MAX_BYTES": "1M"}).bounded()
+    assert r.status == ExitStatus.INPUT_BINARY
+    r.one_error_line("big.log.gz", "1 MiB")
+    assert ingest(tmp_path, store, log).bounded().status == ExitStatus.SUCCESS
+    _holds(store, log, 19_999)
+    r = ingest(tmp_path, store, log, env={"SPECSCOPE_GZIP_MAX_RATIO": "none"})
+    assert r.status == ExitStatus.USAGE
+    r.one_error_line("SPECSCOPE_GZIP_MAX_RATIO")
+
+
+def test_a_gigabyte_without_a_newline_is_skipped_in_bounded_memory(tmp_path, store):
+    path = tmp_path / "one-line.log"
+    block = b"y" * (1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(1024):
+            f.write(block)
+    r = ingest(tmp_path, store, path, GOOD_LOG).bounded()
+    path.unlink()
+    assert r.status == ExitStatus.NO_TELEMETRY
+    r.one_error_line("one-line.log", "line 1 (1,073,741,824 bytes)", "1 MiB line limit")
+    _kept(store)
+    _holds(store, GOOD_LOG, 11)
+
+
+def _list_line(n: int, i: int = 2) -> str:
+    """A V1 record whose per-position list has ``n`` entries."""
+    rates = ", ".join(["0.500"] * (n - 1) + ["0.250"])
+    return spec(i, 100, [50, 25]).replace("rate: 0.500, 0.250", f"rate: {rates}")
+
+
+def test_a_per_position_list_of_a_million_values_is_a_skipped_line(tmp_path, store):
+    log = tmp_path / "million.log"
+    log.write_text("\n".join([stats(0), GOOD, _list_line(10**6), spec(3, 100, [50, 25])]) + "\n")
+    r = ingest(tmp_path, store, log).bounded()
+    assert r.status == ExitStatus.SUCCESS
+    assert "over the 1 MiB line limit" in r.out and "(line 3)" in r.out
+    assert "line 3 is 7,000," in r.out  # its size
+    rows = _rows(store).filter(pl.col("source").str.ends_with("million.log"))
+    assert rows["line"].to_list() == [2, 4] and set(rows["k"].to_list()) == {2}
+    _kept(store)
+
+
+def test_a_per_position_list_longer_than_k_allows_is_skipped_with_its_reason(tmp_path, store):
+    log = tmp_path / "long-list.log"
+    log.write_text("\n".join([GOOD, _list_line(100_000), _list_line(MAX_K, 3)]) + "\n")
+    r = ingest(tmp_path, store, log).bounded()
+    assert r.status == ExitStatus.SUCCESS
+    assert "a list of 100000 entries, over the limit of 64 (SPECSCOPE_MAX_K) (line 2)" in r.out
+    rows = _rows(store).filter(pl.col("source").str.ends_with("long-list.log"))
+    assert rows["line"].to_list() == [1, 3] and rows["k"].to_list() == [2, MAX_K]
+    r = ingest(tmp_path, tmp_path / "other", log, env={"SPECSCOPE_MAX_K": "8"}).bounded()
+    assert "a list of 64 entries, over the limit of 8 (SPECSCOPE_MAX_K) (line 3)" in r.out
+
+
+def _open_list(chars: int) -> str:
+    """A record cut inside a long per-position list, its closing field never printed."""
+    head = GOOD.split("Per-position")[0] + "Per-position acceptance rate: "
+    return head + "0.500, " * (chars // 7) + "0.5"
+
+
+def test_a_long_list_without_its_closing_field_reads_in_linear_time(tmp_path, store):
+    log = tmp_path / "open.log"
+    log.write_text(GOOD + "\n" + _open_list(2_200_000) + "\n")
+    r = ingest(tmp_path, store, log, env={"SPECSCOPE_MAX_LINE_BYTES": "4M"}).bounded()
+    assert r.status == ExitStatus.SUCCESS
+    assert r.seconds < 20  # it took 32 s at 1.1 MB when it was quadratic
+    r = ingest(tmp_path, tmp_path / "other", log).bounded()  # over the default line limit
+    assert "over the 1 MiB line limit" in r.out and "(line 2)" in r.out
+
+
+def test_fifty_megabytes_of_blank_lines_take_seconds(tmp_path, store):
+    log = tmp_path / "blank.log"
+    with open(log, "w") as f:
+        f.write(GOOD + "\n")
+        for _ in range(50):
+            f.write("\n" * (1 << 20))
+        f.write(spec(2, 100, [50, 25]) + "\n" + "  \n" * 100_000 + spec(3, 100, [50, 25]) + "\n")
+    r = ingest(tmp_path, store, log).bounded()
+    log.unlink()
+    assert r.status == ExitStatus.SUCCESS
+    assert r.seconds < 30  # 69 s before
+    rows = _rows(store).filter(pl.col("source").str.ends_with("blank.log"))
+    assert rows["line"].to_list() == [1, 50 * (1 << 20) + 2, 50 * (1 << 20) + 100_003]
+    _kept(store)
+
+
+# Shapes that were quadratic in the length of a line, found by timing every sample line
+# repeated to a megabyte, by runs of one character beside each literal, and by the fuzzer
+# (fuzz/corpus/timeout-engines-digits): each must read in seconds at the line limit.
+_REPEATED = [
+    ("", "Avg Draft acceptance rate: 9.3% ", ""),
+    ("", "Per-position acceptance rate: 0.427, 0.232", ""),
+    ("", "0.139, 0.120, 0.103, Avg Draft acceptance rate: 40.1% ", ""),
+    ("", "SpecDecoding metrics: ", ""),
+    ("", "Decode batch. ", ""),
+    ("", "Avg prompt throughput: ", ""),
+    (_open_list(0), "0.500, ", "0.5"),  # a list whose last value is cut
+    ("Serving Benchmark Result ", "=", "!"),
+    ("============ Serving Benchmark Result ============\nSuccessful requests: 5\n", "=", "!"),
+    ("num_drafts: 5\n", " ", "!"),
+    ("Engine 000: Avg prompt throughput: 1 ", "9", " Engine 000: x"),
+    ("", "Initializing an LLM engine (", ""),
+    ("", "Using a b ", "backend."),
+    ("", "{", ""),
+    ("", "'", ""),
+    ("", "a:", ""),
+    ("", "Position 1: 5\n", ""),
+]
+
+
+@pytest.mark.parametrize("head, unit, tail", _REPEATED, ids=[repr(u[:24]) for _, u, _ in _REPEATED])
+def test_a_line_of_a_repeated_shape_parses_in_linear_time(head, unit, tail):
+    text = head + unit * ((max_line_bytes() - 1024 - len(head)) // len(unit)) + tail
+    start = time.monotonic()
+    parse_text(text)
+    assert time.monotonic() - start < 15
+
+
+def test_a_line_over_the_limit_is_skipped_by_parse_text_too():
+    result = parse_text(GOOD + "\n" + "z" * (max_line_bytes() + 1) + "\n" + GOOD)
+    assert len(result.tables["spec_decode"]) == 2
+    assert [(s.line, s.text) for s in result.skipped] == [(2, "1,048,577 bytes")]
+    assert result.long_lines == [(2, max_line_bytes() + 1)]
+
+
+# -- one bad value costs its record ----------------------------------------------------------
+
+_HOSTILE = {
+    # mutation of line 200 of a 400-line paste -> ("problem" | "skip", what is said)
+    "per-position 10^20": (
+        lambda s: s.replace("rate: 0.500, 0.250", "rate: 99999999999999999999, 0.250"),
+        "problem",
+        "per_position_rate[0]: 1e+20 is out of range",
+    ),
+    "pid of 5000 digits": (
+        lambda s: s.replace("pid=1)", "pid=" + "7" * 5000 + ")"),
+        "problem",
+        "a pid of 5000 digits",
+    ),
+    "count of 10^20": (
+        lambda s: s.replace("Accepted: 75 tokens", "Accepted: 99999999999999999999 tokens"),
+        "skip",
+        "expected a count",
+    ),
+    "negative count": (
+        lambda s: s.replace("Drafted: 200 tokens", "Drafted: -200 tokens"),
+        "skip",
+        "expected a count",
+    ),
+    "accepted above drafted": (
+        lambda s: s.replace("Accepted: 75 tokens", "Accepted: 750 tokens"),
+        "skip",
+        "accepted tokens (750) above draft tokens (200)",
+    ),
+    "NUL inside a number": (
+        lambda s: s.replace("Accepted: 75 tokens", "Accepted: 7\x005 tokens"),
+        "skip",
+        "a damaged number",
+    ),
+    "02-30": (lambda s: s.replace("04-07", "02-30"), "problem", "02-30 17:33:20 is not a date"),
+    "13-45": (lambda s: s.replace("04-07", "13-45"), "problem", "'13-45 17:33:20' in the log"),
+    "model len of 5000 digits": (
+        lambda s: s.split("[metrics.py")[0] + "[config.py:1] Using max model len " + "9" * 5000,
+        "skip",
+        "a configuration line that does not read (ValueError",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", _HOSTILE)
+def test_one_bad_value_among_400_lines_costs_its_record_only(tmp_path, store, case):
+    bend, outcome, said = _HOSTILE[case]
+    lines = [spec(i, 100, [50, 25]) for i in range(1, 401)]
+    lines[199] = bend(lines[199])
+    assert lines[199] != spec(200, 100, [50, 25])
+    r = ingest(tmp_path, store, "-", paste="\n".join(lines).encode()).bounded()
+    assert r.status == ExitStatus.SUCCESS, r.err
+    rows = _rows(store).filter(pl.col("source") == "<stdin>")
+    others = rows.filter(pl.col("line") != 200)
+    assert rows.height >= 399
+    assert others.height == 399 and others["problems"].null_count() == 399
+    if outcome == "skip":
+        assert 200 not in rows["line"].to_list()
+        assert said in r.out and "(line 200)" in r.out
+    else:
+        (problem,) = rows.filter(pl.col("line") == 200)["problems"].to_list()
+        assert said in problem
+        assert "1 record kept with a problem" in r.out and "line 200" in r.out
+    _kept(store)
+
+
+def test_a_k_over_the_limit_is_skipped_and_no_looser_format_keeps_it():
+    """Found by the fuzzer (fuzz/corpus/crash-v0-k-330): a V0 record of k = 330 was kept."""
+    v0 = (
+        "INFO 10-16 19:05:52 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.643, "
+        "System efficiency: 0.599, Number of speculative tokens: 330, Number of accepted "
+        "tokens: 8847, Number of draft tokens: 13761, Number of emitted tokens: 10986."
+    )
+    result = parse_text(v0 + "\n" + v0.replace(": 330,", ": 3,").replace("19:05:52", "19:05:57"))
+    assert [row["line"] for row in result.tables["spec_decode"]] == [2]
+    ((line, reason),) = [(s.line, s.reason) for s in result.skipped]
+    assert line == 1 and "k = 330, over the limit of 64 (SPECSCOPE_MAX_K)" in reason
+
+
+def test_the_fuzz_corpus_reads_without_an_error():
+    """Every input of fuzz/corpus/ (seeds and what the fuzzer found) as the fuzz target
+    reads it, without atheris: rows the store can hold, or skipped lines."""
+    from specscope.logs.definitions import load_definitions
+    from specscope.logs.fields import read_block, read_fields
+    from specscope.logs.staging import Stage
+
+    definitions = load_definitions()
+    corpus = sorted((ROOT / "fuzz" / "corpus").iterdir())
+    assert len(corpus) > 300
+    for path in corpus:
+        text = path.read_bytes().decode("utf-8", errors="replace").replace("\x7f", "9" * 5000)
+        result = parse_text(text)
+        for row in result.tables.get("spec_decode", []):
+            assert row.get("k") is None or row["k"] <= MAX_K, path.name
+        Stage().flush(result.tables)
+        for defn in definitions:
+            if defn.kind == "fields":
+                read_fields(defn, text)
+            elif defn.kind == "block":
+                read_block(defn, text)
+
+
+def test_a_file_that_meets_a_bug_fails_alone(cli, tmp_path, monkeypatch):
+    """Whatever escapes the reading of one file (here: a bug injected for it), the other
+    files of the batch are stored and the command says which file failed, on one line."""
+    from specscope.logs import ingest as ingesting
+
+    real = ingesting.parse_source
+
+    def parse(source, *args, **kwargs):
+        if source.path.endswith("bad.log"):
+            raise OverflowError("injected")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(ingesting, "parse_source", parse)
+    bad = tmp_path / "bad.log"
+    bad.write_text(GOOD + "\n")
+    store = tmp_path / "s"
+    r = cli("ingest", INT4, bad, GOOD_LOG, "--store", store)
+    assert r.status == ExitStatus.ERROR
+    (line,) = r.err.strip().splitlines()
+    assert "bad.log" in line and "OverflowError: injected" in line
+    assert "found 21 spec-decode records" in r.out
+    _holds(store, INT4, 21)
+    _holds(store, GOOD_LOG, 11)
+    assert not _rows(store).filter(pl.col("source").str.ends_with("bad.log")).height
+
+
+# -- a format must match its shape -----------------------------------------------------------
+
+_PROSE = """We tried it on two machines.
+Backend: CUDA
+Model: the small one
+and the log said:
+"""
+
+
+def test_a_label_in_prose_is_no_benchmark(tmp_path, store):
+    r = ingest(tmp_path, store, "-", paste=_PROSE.encode()).bounded()
+    assert r.status == ExitStatus.NO_TELEMETRY
+    r.one_error_line("<stdin>", "no speculative-decoding telemetry")
+    paste = _PROSE + GOOD + "\nBackend: vllm\nSuccessful requests: 3\n"
+    r = ingest(tmp_path, store, "-", paste=paste.encode()).bounded()
+    assert r.status == ExitStatus.SUCCESS
+    assert specscope.open_store(store).bench.collect().is_empty()
+    runs = specscope.open_store(store).runs.collect().filter(pl.col("source") == "<stdin>")
+    assert runs.height == 1
+    _kept(store)
+
+
+@pytest.mark.parametrize(
+    "text, bench",
+    [
+        ("Backend: CUDA", 0),
+        ("Successful requests: 5\nFailed requests: 0", 0),
+        ("Successful requests: 5\nFailed requests: 0\nBenchmark duration (s): 10.0", 1),
+        (
+            "============ Serving Benchmark Result ============\nSuccessful requests: 5\n"
+            + "=" * 50,
+            1,
+        ),
+        ("---------------Speculative Decoding---------------\nAcceptance rate (%): 40.0", 1),
+    ],
+    ids=["one-label", "two-labels", "three-labels", "title-and-one", "rule-and-one"],
+)
+def test_a_benchmark_block_needs_its_title_or_several_labels(text, bench):
+    result = parse_text("Some prose first.\n" + text + "\nMore prose.")
+    assert len(result.tables.get("bench", [])) == bench
+    assert len(result.runs) == bench
+
+
+# -- the limits are stated --------------------------------------------------------------------
+
+
+def test_every_limit_is_documented_with_its_variable():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    part = readme.split("## Limits and safety", 1)[1].split("### Logs", 1)[1].split("\n## ", 1)[0]
+    for variable in (
+        "SPECSCOPE_MAX_LINE_BYTES",
+        "SPECSCOPE_GZIP_MAX_RATIO",
+        "SPECSCOPE_GZIP_MAX_BYTES",
+        "SPECSCOPE_MAX_K",
+    ):
+        assert variable in part, variable
+
+
+# -- the bulk reader skips the same --------------------------------------------------------
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 24, 65536, 5000])
+def test_blank_runs_and_long_lines_read_the_same_in_bulk(tmp_path, block_bytes):
+    """Runs of blank lines cut out of the bulk reader's blocks, and lines over the limit,
+    give the tables the line parser gives (``tests/test_bulk.py``'s comparison)."""
+    from .test_bulk import _same
+
+    record = spec(3, 100, [50, 25])
+    half = len(record) // 2
+    parts = [
+        stats(0),
+        GOOD,
+        "\n" * 5000,  # a run cut out
+        record[:half],  # a record wrapped, its rest after a run of blank lines
+        "\n" * 4096 + " \t\r\n" * 10,
+        record[half:],
+        "x" * (max_line_bytes() + 10),  # over the limit, inside a stretch of records
+        spec(4, 100, [50, 25]),
+        "\n" * 4095,
+        stats(5),
+        "   \n" * 9000,
+        spec(5, 100, [50, 25]),
+        "y" * (3 * max_line_bytes()),
+    ]
+    log = tmp_path / "runs.log"
+    log.write_text("\n".join(parts))
+    _same(log, block_bytes)
+    lines = log.read_text().split("\n")
+    long = [n for n, line in enumerate(lines, 1) if len(line) > max_line_bytes()]
+    result = parse_text("\n".join(lines))
+    assert [s.line for s in result.skipped if "line limit" in s.reason] == long
+    assert len(long) == 2 and len(result.tables["spec_decode"]) == 4
+
+
+def test_records_the_line_parser_refuses_or_flags_read_the_same_in_bulk(tmp_path):
+    """Plain records with more accepted than drafted tokens, a list over the limit or a
+    rate above 1 are left to the line parser by the bulk reader, which says the same."""
+    from .test_bulk import _same
+
+    lines = [line for i in range(1, 300) for line in (stats(i), spec(i, 100, [50, 25]))]
+    lines[101] = lines[101].replace("Accepted: 75 tokens", "Accepted: 750 tokens")
+    lines[201] = lines[201].replace("rate: 0.500, 0.250", "rate: " + ", ".join(["0.100"] * 65))
+    lines[203] = lines[203].replace("rate: 0.500, 0.250", "rate: " + ", ".join(["0.100"] * 64))
+    lines[205] = lines[205].replace("rate: 0.500, 0.250", "rate: 1.500, 0.250")
+    log = tmp_path / "flagged.log"
+    log.write_text("\n".join(lines) + "\n")
+    read = _same(log, 4096)
+    assert [line for line, _ in read["skipped"]] == [102, 202]
+    assert read["bulk_rows"] > 500
+    spec_rows = read["tables"]["spec_decode"]
+    (problem,) = spec_rows.filter(pl.col("line") == 206)["problems"].to_list()
+    assert "per_position_rate[0]: 1.5 is out of range" in problem
