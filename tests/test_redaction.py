@@ -244,6 +244,56 @@ def test_no_planted_secret_reaches_a_terminal(cli, ingested, tmp_path, kind):
         json.loads(r.out)
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_compare_advise_and_errors_print_no_planted_secret(cli, ingested, tmp_path, as_json):
+    """The commands that print what a run holds (its config, its model names) and the error
+    lines that quote what the user gave go through the same policy."""
+    flag = ["--json"] if as_json else []
+    run_ids = [r["run_id"] for r in json.loads(cli("runs", "--store", ingested, "--json").out)]
+    assert len(run_ids) >= 2
+    printed = []
+    for args in (
+        ["compare", run_ids[0], run_ids[-1], "--store", str(ingested), *flag],
+        ["advise", "--store", str(ingested), *flag],
+    ):
+        r = cli(*args)
+        assert r.status == 0, r.err
+        printed.append(r.out + r.err)
+        if as_json:
+            json.loads(r.out)
+    missing = tmp_path / SECRETS["hugging face token"] / "server.log"
+    r = cli("ingest", missing, "--store", tmp_path / "s9", *flag)
+    assert r.status != 0 and "error" in r.err and r.err.count("\n") == 1
+    printed.append(r.out + r.err)
+    for text in printed:
+        assert _leaks(text, SECRET_MARK) == [] and "\x1b" not in text
+
+
+def test_nothing_in_the_cli_prints_but_its_output_module():
+    """``cli/output.py`` is the choke point: no other CLI module calls a printing function
+    itself (a renderer that forgot the policy could not reach the terminal)."""
+    import ast
+
+    import specscope.cli
+
+    printers = {"echo", "secho", "print", "write", "writelines"}
+    folder = Path(specscope.cli.__file__).parent
+    offenders = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "output.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            owner = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+            # rich's live console prints only what the safe renderers made
+            if name in printers and owner not in ("live.console",):
+                offenders.append(f"{path.name}:{node.lineno} {ast.unparse(func)}")
+    assert offenders == []
+
+
 def test_report_hides_hosts_by_default(cli, ingested, tmp_path):
     r = cli("report", "--store", ingested, "--out", "x.md")
     assert r.status == 0, r.err

@@ -32,9 +32,8 @@ from specscope.cli.options import (
     JsonOption,
     ReferenceOption,
     StoreOption,
-    fail,
-    print_json,
 )
+from specscope.cli.output import fail, print_json, say
 from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
 from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
 from specscope.cli.triage import triage
@@ -48,7 +47,7 @@ from specscope.prometheus.pull import PullReport
 from specscope.prometheus.pull import pull as run_pull
 from specscope.prometheus.rules import rules_yaml
 from specscope.prometheus.scrape import scrape as run_scrape
-from specscope.report.redact import Redactor, redact_json
+from specscope.report.redact import Redactor
 from specscope.store.layout import DEFAULT_STORE
 from specscope.store.reading import open_store
 from specscope.thresholds import load_config, load_reference
@@ -160,11 +159,11 @@ def ingest(
     except SpecscopeError as exc:
         raise fail(exc) from exc
     if as_json:
-        print_json(redact_json(report.to_dict()))
+        print_json(report.to_dict())
     else:
-        typer.echo(ingest_text(report))
+        say(ingest_text(report))
     for error in report.errors:
-        typer.echo(f"specscope: error: {error.one_line()}", err=True)
+        say(f"specscope: error: {error.one_line()}", err=True)
     if report.errors:
         raise typer.Exit(int(report.errors[0].exit_status))
 
@@ -248,13 +247,11 @@ def pull(
 def _print_pull(report: PullReport, as_json: bool, kept: str) -> None:
     """A pull's or a scrape's report; a window that failed is exit 10, after the report."""
     if as_json:
-        print_json(redact_json(report.to_dict()))
+        print_json(report.to_dict())
     else:
-        typer.echo(pull_text(report))
+        say(pull_text(report))
     if report.failed:
-        typer.echo(
-            f"specscope: error: {report.url}: stopped at {report.failed[0]}; {kept}", err=True
-        )
+        say(f"specscope: error: {report.url}: stopped at {report.failed[0]}; {kept}", err=True)
         raise typer.Exit(int(ExitStatus.PROMETHEUS))
 
 
@@ -335,9 +332,9 @@ def detect(
     except SpecscopeError as exc:
         raise fail(exc) from exc
     if as_json:
-        print_json(redact_json([f.to_dict() for f in found]))
+        print_json([f.to_dict() for f in found])
     else:
-        typer.echo("\n\n".join(finding_text(f) for f in found) if found else "no findings")
+        say("\n\n".join(finding_text(f) for f in found) if found else "no findings")
     if threshold is not None and any(f.severity >= threshold for f in found):
         raise typer.Exit(int(ExitStatus.FINDINGS))
 
@@ -362,7 +359,7 @@ def advise(
     if as_json:
         print_json([a.to_dict() for a in items])
     else:
-        typer.echo(advice_text(items))
+        say(advice_text(items))
 
 
 @app.command(
@@ -409,7 +406,7 @@ def report(
             open_store(store), run_ids=run, redactor=redactor, with_charts=not as_json
         )
         if as_json:
-            print_json(built.to_dict())
+            print_json(built.to_dict(), redact=redact)
             return
         if out is None:
             raise UsageError("--out report.md or --out report.html is needed (or --json)")
@@ -418,7 +415,7 @@ def report(
         raise fail(exc) from exc
     except OSError as exc:
         raise fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
-    typer.echo(
+    say(
         f"wrote {path} ({len(built.findings)} findings, {len(built.charts)} charts). "
         f"{built.redaction}"
     )
@@ -443,7 +440,7 @@ def compare(
     if as_json:
         print_json(result.to_dict())
     else:
-        typer.echo(comparison_text(result))
+        say(comparison_text(result))
 
 
 @app.command(
@@ -470,13 +467,13 @@ def rules(
     except SpecscopeError as exc:
         raise fail(exc) from exc
     if out is None:
-        typer.echo(text, nl=False)
+        say(text, nl=False)
         return
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
-    typer.echo(f"wrote {out}")
+    say(f"wrote {out}")
 
 
 @app.command(
@@ -500,7 +497,7 @@ def watch(
         summary = run_watch(source, interval=parse_duration(interval).total_seconds(), store=store)
     except SpecscopeError as exc:
         raise fail(exc) from exc
-    typer.echo(summary)
+    say(summary)
 
 
 @app.command(
@@ -514,9 +511,9 @@ def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) 
         raise fail(exc) from exc
     rows = frame.to_dicts()
     if as_json:
-        print_json(redact_json(rows))
+        print_json(rows)
     else:
-        typer.echo(runs_text(rows))
+        say(runs_text(rows))
 
 
 @app.command(
@@ -547,14 +544,14 @@ def formats(
         )
         return
     for d in defs:
-        typer.echo(f"{d.name}  [{d.kind}{', ' + d.table if d.table else ''}]  {d.title}")
+        say(f"{d.name}  [{d.kind}{', ' + d.table if d.table else ''}]  {d.title}")
         if d.versions:
-            typer.echo(f"    versions: {d.versions}")
+            say(f"    versions: {d.versions}")
         if samples:
             for s in d.samples:
                 for line in s.text.splitlines():
-                    typer.echo(f"    | {line}")
-                typer.echo("")
+                    say(f"    | {line}")
+                say("")
 
 
 @runtime_checkable
@@ -573,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except SpecscopeError as exc:
-        typer.echo(f"specscope: error: {exc.one_line()}", err=True)
+        say(f"specscope: error: {exc.one_line()}", err=True)
         return int(exc.exit_status)
     except Exception as exc:
         # Usage errors and aborts come from click, or from the copy of it typer vendors.
@@ -582,12 +579,12 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return int(ExitStatus.USAGE)
         if "Abort" in kinds:
-            typer.echo("specscope: aborted", err=True)
+            say("specscope: aborted", err=True)
             return int(ExitStatus.ERROR)
         # An internal bug: one line, the traceback on request.
         if os.environ.get("SPECSCOPE_DEBUG"):
             traceback.print_exc()
-        typer.echo(
+        say(
             f"specscope: internal error: {type(exc).__name__}: {exc} "
             "(set SPECSCOPE_DEBUG=1 for the traceback, and please report it)",
             err=True,

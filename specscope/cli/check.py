@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from specscope.cli.options import JsonOption, StoreOption, fail, print_json
+from specscope.cli.options import JsonOption, StoreOption
+from specscope.cli.output import fail, print_json, say
 from specscope.errors import ExitStatus, SpecscopeError
 from specscope.store.check import check_store
 from specscope.store.layout import DEFAULT_STORE
@@ -37,7 +38,7 @@ def check(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False)
         print_json(report.to_dict())
     else:
         for line in report.lines():
-            typer.echo(line)
+            say(line)
     if not report.ok:
         raise typer.Exit(int(ExitStatus.STORE_ERROR))
 

@@ -1,14 +1,12 @@
-"""What the commands share: the store and JSON options, and how a domain error ends one."""
+"""The options the commands share: the store, JSON, thresholds and redirects."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from specscope.errors import SpecscopeError
 from specscope.store.layout import DEFAULT_STORE
 
 StoreOption = Annotated[
@@ -36,15 +34,6 @@ FollowRedirectsOption = Annotated[
 ]
 
 
-def print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
-
-
-def fail(exc: SpecscopeError) -> typer.Exit:
-    typer.echo(f"specscope: error: {exc.one_line()}", err=True)
-    return typer.Exit(int(exc.exit_status))
-
-
 __all__ = [
     "ConfigOption",
     "FailOnOption",
@@ -52,6 +41,4 @@ __all__ = [
     "JsonOption",
     "ReferenceOption",
     "StoreOption",
-    "fail",
-    "print_json",
 ]

@@ -23,14 +23,12 @@ from specscope.cli.options import (
     FailOnOption,
     JsonOption,
     ReferenceOption,
-    fail,
-    print_json,
 )
-from specscope.cli.render import finding_text, safe
+from specscope.cli.output import fail, print_json, say
+from specscope.cli.render import finding_text
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
 from specscope.logs.ingest import IngestReport, parse_overrides
 from specscope.logs.ingest import ingest as run_ingest
-from specscope.report.redact import redact_json
 from specscope.store.reading import open_store
 from specscope.thresholds import load_config, load_reference
 
@@ -136,23 +134,21 @@ def triage(
             raise fail(SpecscopeError(f"cannot write ({exc.strerror})", path=str(out))) from exc
     if as_json:
         print_json(
-            redact_json(
-                {
-                    "verdict": verdict,
-                    "findings": [f.to_dict() for f in found],
-                    "sources": read.to_dict()["sources"],
-                    "report": str(written) if written else None,
-                }
-            )
+            {
+                "verdict": verdict,
+                "findings": [f.to_dict() for f in found],
+                "sources": read.to_dict()["sources"],
+                "report": str(written) if written else None,
+            }
         )
     else:
-        typer.echo(safe(verdict))
+        say(verdict)
         if found:
-            typer.echo("\n" + "\n\n".join(finding_text(f) for f in found))
+            say("\n" + "\n\n".join(finding_text(f) for f in found))
         if written:
-            typer.echo(f"\nwrote {written}")
+            say(f"\nwrote {written}")
     for error in read.errors:
-        typer.echo(f"specscope: error: {error.one_line()}", err=True)
+        say(f"specscope: error: {error.one_line()}", err=True)
     if threshold is not None and any(f.severity >= threshold for f in found):
         raise typer.Exit(int(ExitStatus.FINDINGS))
     if read.errors:
