@@ -169,10 +169,11 @@ class Grammar:
         for m, a in found:
             if a.fragment and whole:
                 continue  # a label inside a whole record, not a pasted fragment
-            if (
-                not out
-                or m.start() >= out[-1][0].end()
-                or (m.start() == m.end() and m.start() > out[-1][0].start())
+            # Two anchors at one place (two definitions that look for the same label) are
+            # one record, not an empty one and then the record.
+            if not out or (
+                m.start() > out[-1][0].start()
+                and (m.start() >= out[-1][0].end() or m.start() == m.end())
             ):
                 out.append((m, a))
                 whole = whole or not a.fragment
