@@ -200,6 +200,21 @@ def test_zero_acceptance_from_a_small_sample(tmp_path):
     assert [f.kind for f in few] == ["insufficient_data"]
 
 
+@pytest.mark.parametrize(
+    ("drafted", "level", "assumes_k"),
+    [(150, "suggestive", True), (402, "likely", False), (2000, "certain", False)],
+)
+def test_zero_acceptance_with_k_unknown(tmp_path, drafted, level, assumes_k):
+    """A pasted counts pair says no k: a claim that holds even at the largest k a drafter
+    uses (the fewest drafts the tokens can be) assumes none; one that needs k=3 says so."""
+    log = _log(tmp_path, "pair.log", [f"Accepted: 0 tokens, Drafted: {drafted} tokens"])
+    found = detect(_store(tmp_path, log))
+    (zero,) = [f for f in found if f.kind == "zero_acceptance"]
+    assert zero.confidence is not None and zero.confidence.level == level
+    assert any("k not stated" in a for a in zero.confidence.assumptions) == assumes_k
+    assert ("any k up to 16" in zero.confidence.test) != assumes_k
+
+
 def test_a_dead_tail_on_one_interval(tmp_path):
     """164 drafts at k=16 with positions 7-16 at 0: the tail is dead on one interval."""
     counts = [150, 130, 110, 90, 60, 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]

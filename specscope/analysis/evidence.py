@@ -305,6 +305,9 @@ def finding_for(
     )
 
 
+K_ASSUMED = "k not stated"  # how an assumed k is said (and recognised)
+
+
 @dataclass(frozen=True)
 class Trials:
     """What a run's acceptance rests on, as trials of a proportion: its drafts (each a trial:
@@ -365,7 +368,7 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
             return Trials(tokens / k, float(k), float(accepted))
         assumed = cfg["assumed_k"]
         return Trials(
-            tokens / assumed, float(assumed), float(accepted), (f"k not stated: {assumed} assumed",)
+            tokens / assumed, float(assumed), float(accepted), (f"{K_ASSUMED}: {assumed} assumed",)
         )
     tau, records = agg.get("mean_acceptance_length"), agg.get("records") or 0
     if tau is None or not records:
@@ -377,7 +380,7 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
     ]
     if not k:
         k = cfg["assumed_k"]
-        said.append(f"k not stated: {k} assumed")
+        said.append(f"{K_ASSUMED}: {k} assumed")
     return Trials(float(steps), float(k), max(0.0, tau - 1) * steps, tuple(said))
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import polars as pl
 
 from specscope.analysis.evidence import (
+    K_ASSUMED,
     BoundTest,
     Evidence,
     Trials,
@@ -43,6 +45,7 @@ def zero(ev: Evidence) -> list[Finding]:
         level = strength(ev, test.holds)
         if level is None:
             continue
+        level, test, trials = _whatever_k(ev, agg, trials, level, test)
         run = ev.runs.get(run_id, {})
         explanation, step = _why_zero(ev, run_id, run)
         out.append(
@@ -72,6 +75,30 @@ def zero(ev: Evidence) -> list[Finding]:
             )
         )
     return out
+
+
+def _whatever_k(
+    ev: Evidence, agg: Mapping[str, Any], trials: Trials, level: str, test: BoundTest
+) -> tuple[str, BoundTest, Trials]:
+    """Where k was assumed, the claim tried again at the largest k a drafter uses (the
+    fewest drafts the tokens can be): if it holds there too, it holds whatever k was, and
+    the k assumed is no assumption of the finding's."""
+    if not any(a.startswith(K_ASSUMED) for a in trials.assumptions) or agg.get("drafts"):
+        return level, test, trials
+    k = float(ev.config["evidence"]["max_plausible_k"])
+    worst = replace(
+        trials,
+        drafts=trials.drafts * trials.k / k,
+        k=k,
+        assumptions=tuple(a for a in trials.assumptions if not a.startswith(K_ASSUMED)),
+    )
+    bound = BoundTest(
+        f"upper bound of a1 (any k up to {k:g})",
+        _FirstPosition(agg, worst).upper,
+        test.threshold,
+    )
+    sure = strength(ev, bound.holds)
+    return (sure, bound, worst) if sure is not None else (level, test, trials)
 
 
 def _why_zero(ev: Evidence, run_id: str, run: Mapping[str, Any]) -> tuple[str, str]:
