@@ -554,13 +554,15 @@ def load_definition(path: Path) -> Definition:
 
 
 def definitions_dir() -> Path:
-    """Where the definitions are: inside the installed wheel, else the source tree."""
+    """Where the definitions are: the source tree's ``parsers/`` when the package runs from
+    a checkout (a build may leave a copy in ``specscope/_parsers`` that an edit to
+    ``parsers/`` would not reach), else the copy inside the installed wheel."""
+    tree = Path(__file__).resolve().parent.parent.parent / "parsers"
+    if tree.is_dir() and (tree.parent / "specscope").is_dir():
+        return tree
     packaged = resources.files("specscope") / "_parsers"
     if packaged.is_dir():
         return Path(str(packaged))
-    tree = Path(__file__).resolve().parent.parent.parent / "parsers"
-    if tree.is_dir():
-        return tree
     raise DefinitionError("no format definitions found (neither specscope/_parsers nor parsers/)")
 
 
