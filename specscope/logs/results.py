@@ -69,3 +69,4 @@ class ParseResult:
     # Records read in bulk that a later line completed (see BulkRow).
     patches: list[tuple[str, BulkRow]] = field(default_factory=list)
     long_lines: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes) not read
+    scanner: str = ""  # what classified the blocks read in bulk: "core", "polars" ("": none)

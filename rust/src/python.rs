@@ -1,0 +1,156 @@
+//! `specscope._core`: the scanner and the block reader as Python sees them. Arrays go back as
+//! `bytes` of little-endian values (numpy takes them with `frombuffer`, no object per value);
+//! the GIL is released while a block is scanned or read.
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::read::{BlockReader, ReadError};
+use crate::scan::{self, BlockScan, Scanner as Inner, ShapeSpec, Spec};
+
+fn le<T: Copy, const N: usize>(values: &[T], bytes: fn(T) -> [u8; N]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * N);
+    for v in values {
+        out.extend_from_slice(&bytes(*v));
+    }
+    out
+}
+
+fn i8s(values: &[i8]) -> Vec<u8> {
+    values.iter().map(|v| v.to_le_bytes()[0]).collect()
+}
+
+#[pyclass(frozen, module = "specscope._core")]
+struct Scanner {
+    inner: Inner,
+    threads: usize,
+}
+
+#[pymethods]
+impl Scanner {
+    /// literals, literal prefixes, shapes as (literal prefix, full pattern), the longest
+    /// per-position list in bytes, and the patterns of the rare paths (ANSI, PREFIX,
+    /// INNER_HEAD).
+    #[new]
+    #[pyo3(signature = (literals, prefixes, shapes, max_list_bytes, ansi, prefix, inner_head, threads=2))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        literals: Vec<String>,
+        prefixes: Vec<String>,
+        shapes: Vec<(String, String)>,
+        max_list_bytes: usize,
+        ansi: String,
+        prefix: String,
+        inner_head: String,
+        threads: usize,
+    ) -> PyResult<Self> {
+        let spec = Spec {
+            literals,
+            prefixes,
+            shapes: shapes
+                .into_iter()
+                .map(|(prefix, pattern)| ShapeSpec { prefix, pattern })
+                .collect(),
+            max_list_bytes,
+            ansi,
+            prefix,
+            inner_head,
+        };
+        let inner = Inner::new(&spec).map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Scanner { inner, threads })
+    }
+
+    /// The lines of `block` classified; `None` if it is not UTF-8 (the caller decodes it
+    /// as the line parser does and scans that).
+    fn scan<'py>(&self, py: Python<'py>, block: &[u8]) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Ok(text) = std::str::from_utf8(block) else {
+            return Ok(None);
+        };
+        let found = py.detach(|| self.inner.scan_parallel(text, self.threads));
+        to_dict(py, &found).map(Some)
+    }
+}
+
+fn to_dict<'py>(py: Python<'py>, s: &BlockScan) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
+    d.set_item("offsets", bytes(le(&s.offsets, i64::to_le_bytes)))?;
+    d.set_item("kind", bytes(i8s(&s.kind)))?;
+    d.set_item("key", bytes(le(&s.key, i32::to_le_bytes)))?;
+    d.set_item("level", PyBytes::new(py, &s.level))?;
+    d.set_item("month", PyBytes::new(py, &s.month))?;
+    d.set_item("day", PyBytes::new(py, &s.day))?;
+    d.set_item("clock", bytes(le(&s.clock, u32::to_le_bytes)))?;
+    d.set_item("year", bytes(le(&s.year, i32::to_le_bytes)))?;
+    d.set_item("filled", PyBytes::new(py, &s.filled))?;
+    d.set_item("procs", PyList::new(py, &s.procs)?)?;
+    let shapes = PyList::empty(py);
+    for rows in &s.shapes {
+        let columns = PyDict::new(py);
+        for (name, c) in rows.names.iter().zip(&rows.columns) {
+            let triple = (
+                bytes(le(&c.offsets, i64::to_le_bytes)),
+                PyBytes::new(py, &c.data),
+                PyBytes::new(py, &c.valid),
+            );
+            columns.set_item(name, triple)?;
+        }
+        shapes.append((bytes(le(&rows.lines, u32::to_le_bytes)), columns))?;
+    }
+    d.set_item("shapes", shapes)?;
+    Ok(d)
+}
+
+/// A file (plain or gzip, several members too) in blocks of whole lines, lines over the
+/// limit emptied and noted by where their `\n` is in the output, as
+/// `limits.cap_lines(numbered=False)` and `Source.blocks` give them.
+#[pyclass(module = "specscope._core")]
+struct Reader {
+    inner: BlockReader,
+}
+
+#[pymethods]
+impl Reader {
+    #[new]
+    fn new(path: &str, block_bytes: usize, line_limit: usize, gzip_allowed: u64) -> PyResult<Self> {
+        let inner = BlockReader::open(path, block_bytes, line_limit, gzip_allowed)
+            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        Ok(Reader { inner })
+    }
+
+    /// The next block, or `None` at the end. Errors: `("bomb", inflated)`,
+    /// `("unreadable", message)` as a ValueError's args.
+    fn next_block<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let inner = &mut self.inner;
+        match py.detach(|| inner.next_block()) {
+            Ok(Some(block)) => Ok(Some(PyBytes::new(py, &block))),
+            Ok(None) => Ok(None),
+            Err(ReadError::Bomb(n)) => Err(PyValueError::new_err(("bomb", n))),
+            Err(ReadError::Unreadable(m)) => Err(PyValueError::new_err(("unreadable", m))),
+            Err(ReadError::Io(e)) => Err(PyOSError::new_err(e.to_string())),
+        }
+    }
+
+    /// Lines left out so far: (offset of their `\n` in the output, length), emptied.
+    fn take_long(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.inner.long)
+    }
+
+    /// What a cut-off or damaged gzip stream left unread (a note), once.
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.inner.notes)
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Scanner>()?;
+    m.add_class::<Reader>()?;
+    m.add("SLOW", scan::SLOW)?;
+    m.add("QUIET", scan::QUIET)?;
+    m.add("ENVELOPE", scan::ENVELOPE)?;
+    m.add("RECORD", scan::RECORD)?;
+    m.add("LEVELS", crate::header::LEVELS.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,466 @@
+//! One block of a log: every line classified as `bulk.py`'s polars pass classifies it
+//! (`_classify`), the plain records' groups cut out as string columns.
+//!
+//! What the scanner looks for comes from the definitions (Python compiles them into a
+//! [`Spec`]): the literals that make a line worth a look, their prefixes (a line cut inside
+//! one), and each plain shape's regex. Lines are found with `memchr`, literals with
+//! Aho-Corasick; a shape's regex runs only on messages that start with its literal prefix.
+//! Everything here is total: any bytes give a [`BlockScan`], never a panic.
+
+use std::collections::HashMap;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use memchr::{memchr, memchr2, memchr3, memchr_iter, memmem};
+use regex::Regex;
+
+use crate::header::{self, LEVELS};
+
+pub const SLOW: i8 = 0;
+pub const QUIET: i8 = 1;
+pub const ENVELOPE: i8 = 2;
+pub const RECORD: i8 = 3;
+
+/// A plain shape as Python compiled it.
+#[derive(Debug, Clone)]
+pub struct ShapeSpec {
+    /// The literal start of the message: other messages skip the regex.
+    pub prefix: String,
+    /// `^(?P<__m>)` + the shape's pattern + `$`, as `bulk.py` runs it.
+    pub pattern: String,
+}
+
+/// What the definitions ask the scanner to find, and the patterns its fallbacks run.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub literals: Vec<String>,
+    pub prefixes: Vec<String>,
+    pub shapes: Vec<ShapeSpec>,
+    /// The per-position list of a record is at most this many bytes (`plain.clean_enough`).
+    pub max_list_bytes: usize,
+    pub ansi: String,
+    pub prefix: String,
+    pub inner_head: String,
+}
+
+#[derive(Debug)]
+pub struct SpecError(pub String);
+
+struct Shape {
+    prefix: Vec<u8>,
+    regex: Regex,
+    /// (column name, group index), `__m` left out.
+    groups: Vec<(String, usize)>,
+    marker: usize,
+    list: Option<usize>, // the group of `per_position_rate`
+}
+
+pub struct Scanner {
+    literals: AhoCorasick,
+    levels: AhoCorasick,
+    ends: Vec<Vec<Vec<u8>>>, // literal prefixes by their last byte
+    shapes: Vec<Shape>,
+    max_list_bytes: usize,
+    ansi: Regex,
+    prefix: Regex,
+    inner_head: Regex,
+}
+
+/// One column of group texts (Arrow's string layout).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Column {
+    pub offsets: Vec<i64>,
+    pub data: Vec<u8>,
+    pub valid: Vec<u8>,
+}
+
+impl Column {
+    fn new() -> Self {
+        Column {
+            offsets: vec![0],
+            ..Column::default()
+        }
+    }
+
+    fn push(&mut self, text: Option<&str>) {
+        if let Some(t) = text {
+            self.data.extend_from_slice(t.as_bytes());
+        }
+        self.offsets.push(self.data.len() as i64);
+        self.valid.push(u8::from(text.is_some()));
+    }
+
+    fn append(&mut self, other: &Column) {
+        let base = *self.offsets.last().unwrap_or(&0);
+        self.offsets
+            .extend(other.offsets.iter().skip(1).map(|o| o + base));
+        self.data.extend_from_slice(&other.data);
+        self.valid.extend_from_slice(&other.valid);
+    }
+}
+
+/// The records of one shape in a block.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ShapeRows {
+    pub lines: Vec<u32>,
+    pub names: Vec<String>,
+    pub columns: Vec<Column>,
+}
+
+/// A block, line by line (`offsets` has one more entry than there are lines).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct BlockScan {
+    pub offsets: Vec<i64>,
+    pub kind: Vec<i8>,
+    pub key: Vec<i32>, // the line's process, numbered from 1 in order of appearance; 0: none
+    pub procs: Vec<(String, u32)>,
+    pub level: Vec<u8>,
+    pub month: Vec<u8>,
+    pub day: Vec<u8>,
+    pub clock: Vec<u32>,
+    pub year: Vec<i32>,  // -1: none
+    pub filled: Vec<u8>, // holds a character that is not white space
+    pub shapes: Vec<ShapeRows>,
+}
+
+fn build(patterns: &[String]) -> Result<AhoCorasick, SpecError> {
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(patterns)
+        .map_err(|e| SpecError(format!("literals: {e}")))
+}
+
+fn compile(pattern: &str) -> Result<Regex, SpecError> {
+    Regex::new(pattern).map_err(|e| SpecError(format!("bad regex {pattern:?}: {e}")))
+}
+
+impl Scanner {
+    pub fn new(spec: &Spec) -> Result<Scanner, SpecError> {
+        let mut literals = spec.literals.clone();
+        literals.push("pid=".into());
+        let levels: Vec<String> = LEVELS.iter().map(|s| s.to_string()).collect();
+        let mut ends = vec![Vec::new(); 256];
+        for p in &spec.prefixes {
+            if let Some(&last) = p.as_bytes().last() {
+                ends[usize::from(last)].push(p.as_bytes().to_vec());
+            }
+        }
+        let mut shapes = Vec::new();
+        for s in &spec.shapes {
+            let regex = compile(&s.pattern)?;
+            let mut groups = Vec::new();
+            let mut marker = None;
+            let mut list = None;
+            for (i, name) in regex.capture_names().enumerate() {
+                match name {
+                    Some("__m") => marker = Some(i),
+                    Some(n) => {
+                        if n == "per_position_rate" {
+                            list = Some(i);
+                        }
+                        groups.push((n.to_string(), i));
+                    }
+                    None => {}
+                }
+            }
+            let marker =
+                marker.ok_or_else(|| SpecError(format!("no __m group in {:?}", s.pattern)))?;
+            shapes.push(Shape {
+                prefix: s.prefix.as_bytes().to_vec(),
+                regex,
+                groups,
+                marker,
+                list,
+            });
+        }
+        Ok(Scanner {
+            literals: build(&literals)?,
+            levels: build(&levels)?,
+            ends,
+            shapes,
+            max_list_bytes: spec.max_list_bytes,
+            ansi: compile(&spec.ansi)?,
+            prefix: compile(&spec.prefix)?,
+            inner_head: compile(&spec.inner_head)?,
+        })
+    }
+
+    /// Classify every line of `text` (whole lines; the last may lack its `\n`).
+    pub fn scan(&self, text: &str) -> BlockScan {
+        let mut out = self.empty();
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        let mut keys = Keys::default();
+        let mut record = |out: &mut BlockScan, start: usize, end: usize| {
+            let line = &text[start..end];
+            self.line(out, line, &mut keys);
+        };
+        out.offsets.push(0);
+        for nl in memchr_iter(b'\n', bytes) {
+            record(&mut out, start, nl);
+            start = nl + 1;
+            out.offsets.push(start as i64);
+        }
+        if start < bytes.len() {
+            record(&mut out, start, bytes.len());
+            out.offsets.push(bytes.len() as i64);
+        }
+        out
+    }
+
+    fn empty(&self) -> BlockScan {
+        BlockScan {
+            shapes: self
+                .shapes
+                .iter()
+                .map(|s| ShapeRows {
+                    lines: Vec::new(),
+                    names: s.groups.iter().map(|g| g.0.clone()).collect(),
+                    columns: vec![Column::new(); s.groups.len()],
+                })
+                .collect(),
+            ..BlockScan::default()
+        }
+    }
+
+    /// Two halves of a block scanned on two threads give what one scan gives.
+    pub fn scan_parallel(&self, text: &str, threads: usize) -> BlockScan {
+        if threads < 2 || text.len() < (1 << 20) {
+            return self.scan(text);
+        }
+        let mid = text.len() / 2;
+        let cut = match memchr(b'\n', &text.as_bytes()[mid..]) {
+            Some(i) => mid + i + 1,
+            None => return self.scan(text),
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let first = s.spawn(|| self.scan(&text[..cut]));
+            let second = self.scan(&text[cut..]);
+            (first.join(), second)
+        });
+        match a {
+            Ok(a) => merge(a, b, cut as i64),
+            Err(_) => self.scan(text), // a panic cannot happen; scanning again is the answer
+        }
+    }
+
+    fn line(&self, out: &mut BlockScan, raw: &str, keys: &mut Keys) {
+        let rb = raw.as_bytes();
+        let has_cr = memchr(b'\r', rb).is_some();
+        // What the line parser strips first: colour (rare: a regex), then a container
+        // timestamp or compose service name (by hand; the regex when not ASCII).
+        let cleaned;
+        let coloured = memchr(0x1b, rb).is_some();
+        let mut clean: &str = raw;
+        if coloured {
+            cleaned = self.ansi.replace_all(raw, "").into_owned();
+            clean = &cleaned;
+        }
+        let mut year = -1;
+        let mut odd_year = false; // digits that are not ASCII: the line parser reads those
+        if !clean.starts_with('(') {
+            let (cut, y) = match header::prefix(clean.as_bytes()) {
+                Ok(found) => found,
+                Err(header::NotAscii) => {
+                    let (cut, y, odd) = self.prefix_by_regex(clean);
+                    odd_year = odd;
+                    (cut, y)
+                }
+            };
+            if let Some(y) = y {
+                year = y as i32;
+            }
+            clean = &clean[cut..];
+        }
+        let cb = clean.as_bytes();
+        // `_WRAPPED`: what the line parser cleans away or reads as more than one line.
+        let plain_chars = memchr3(0x1b, b'\r', b'`', cb).is_none()
+            && memchr3(b'*', b'<', 0xef, cb).is_none_or(|_| !wide_or_marked(cb));
+        let candidate = plain_chars
+            && !has_cr
+            && !odd_year
+            && !clean.chars().next_back().is_some_and(char::is_whitespace);
+        let head = if candidate {
+            header::dated(clean).or_else(|| header::undated(clean))
+        } else {
+            None
+        };
+        let no_literal = !self.literals.is_match(raw) && !raw.starts_with('{') && !has_cr;
+        let ok_line = !self.ends_in_literal(cb);
+        let mut kind = if no_literal && ok_line { QUIET } else { SLOW };
+        let mut key = 0;
+        let mut filled = raw.chars().any(|c| !c.is_whitespace());
+        if let Some(h) = &head {
+            let body = &clean[h.body..];
+            let proc = &clean[h.proc_start..h.proc_end];
+            key = keys.of(&mut out.procs, proc, h.pid);
+            if ok_line {
+                if self.shape(out, body) {
+                    kind = RECORD;
+                } else if self.quiet_body(body) {
+                    kind = ENVELOPE;
+                }
+            }
+            filled = true;
+        }
+        let h = head.unwrap_or_default();
+        out.kind.push(kind);
+        out.key.push(key);
+        out.level.push(h.level);
+        out.month.push(h.month);
+        out.day.push(h.day);
+        out.clock.push(h.clock);
+        out.year.push(year);
+        out.filled.push(u8::from(filled));
+    }
+
+    /// The prefix's length, its year, and whether the year is printed in digits that are
+    /// not ASCII.
+    fn prefix_by_regex(&self, clean: &str) -> (usize, Option<u32>, bool) {
+        match self.prefix.captures(clean) {
+            Some(c) => {
+                let year = c.get(1).map(|y| y.as_str().parse().ok());
+                (
+                    c.get(0).map_or(0, |m| m.end()),
+                    year.flatten(),
+                    year.is_some_and(|y| y.is_none()),
+                )
+            }
+            None => (0, None, false),
+        }
+    }
+
+    fn ends_in_literal(&self, s: &[u8]) -> bool {
+        match s.last() {
+            Some(&b) => self.ends[usize::from(b)].iter().any(|p| s.ends_with(p)),
+            None => false,
+        }
+    }
+
+    /// Nothing in the message that the line parser looks for (`quiet_body`).
+    fn quiet_body(&self, body: &str) -> bool {
+        let b = body.as_bytes();
+        if b.last().is_some_and(u8::is_ascii_digit)
+            || memchr2(b'(', b')', b).is_some()
+            || memchr2(b'[', b']', b).is_some()
+            || self.literals.is_match(body)
+        {
+            return false;
+        }
+        // (?:LEVELS)\s+\d\d-\d\d: a level word, then what a header's date looks like.
+        let mut at = 0;
+        while let Some(m) = self.levels.find(&b[at..]) {
+            let (start, end) = (at + m.start(), at + m.end());
+            match header::dated_after(b, end) {
+                Ok(true) => return false,
+                Ok(false) => at = start + 1, // WARN inside WARNING, or one later on
+                Err(header::NotAscii) => return !self.inner_head.is_match(body),
+            }
+            if at >= b.len() {
+                break;
+            }
+        }
+        true
+    }
+
+    /// The first shape the message is a clean record of, its groups pushed.
+    fn shape(&self, out: &mut BlockScan, body: &str) -> bool {
+        for (i, shape) in self.shapes.iter().enumerate() {
+            if !body.as_bytes().starts_with(&shape.prefix) {
+                continue;
+            }
+            let Some(caps) = shape.regex.captures(body) else {
+                continue;
+            };
+            if caps.get(shape.marker).is_none() {
+                continue;
+            }
+            if let Some(list) = shape.list {
+                match caps.get(list) {
+                    Some(m) if m.len() <= self.max_list_bytes => {}
+                    _ => continue,
+                }
+            }
+            let rows = &mut out.shapes[i];
+            rows.lines.push(out.kind.len() as u32);
+            for (column, (_, g)) in rows.columns.iter_mut().zip(&shape.groups) {
+                column.push(caps.get(*g).map(|m| m.as_str()));
+            }
+            return true;
+        }
+        false
+    }
+}
+
+/// The processes of a block, numbered in order of appearance.
+#[derive(Default)]
+struct Keys {
+    index: HashMap<(String, u32), i32>,
+    last: Option<(i32, u32)>, // most lines are of the process of the line before
+}
+
+impl Keys {
+    fn of(&mut self, procs: &mut Vec<(String, u32)>, proc: &str, pid: u32) -> i32 {
+        if let Some((key, last_pid)) = self.last {
+            let (p, _) = &procs[key as usize - 1];
+            if last_pid == pid && p == proc {
+                return key;
+            }
+        }
+        let next = procs.len() as i32 + 1;
+        let key = *self
+            .index
+            .entry((proc.to_string(), pid))
+            .or_insert_with(|| {
+                procs.push((proc.to_string(), pid));
+                next
+            });
+        self.last = Some((key, pid));
+        key
+    }
+}
+
+/// Markdown emphasis, a tag, or a full-width colon or comma (which the line parser reads
+/// as ASCII ones).
+fn wide_or_marked(b: &[u8]) -> bool {
+    memchr2(b'*', b'<', b).is_some()
+        || memmem::find(b, "\u{ff1a}".as_bytes()).is_some()
+        || memmem::find(b, "\u{ff0c}".as_bytes()).is_some()
+}
+
+fn merge(mut a: BlockScan, b: BlockScan, at: i64) -> BlockScan {
+    let lines = a.kind.len() as u32;
+    // The second half's processes, numbered after the first's.
+    let mut index: HashMap<(String, u32), i32> = a
+        .procs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.clone(), i as i32 + 1))
+        .collect();
+    let mut remap = vec![0i32];
+    for p in b.procs {
+        let next = a.procs.len() as i32 + 1;
+        let k = *index.entry(p.clone()).or_insert_with(|| {
+            a.procs.push(p);
+            next
+        });
+        remap.push(k);
+    }
+    a.key
+        .extend(b.key.iter().map(|&k| remap[k.max(0) as usize]));
+    a.offsets.pop();
+    a.offsets.extend(b.offsets.iter().map(|o| o + at));
+    a.kind.extend(b.kind);
+    a.level.extend(b.level);
+    a.month.extend(b.month);
+    a.day.extend(b.day);
+    a.clock.extend(b.clock);
+    a.year.extend(b.year);
+    a.filled.extend(b.filled);
+    for (x, y) in a.shapes.iter_mut().zip(b.shapes) {
+        x.lines.extend(y.lines.iter().map(|l| l + lines));
+        for (c, d) in x.columns.iter_mut().zip(&y.columns) {
+            c.append(d);
+        }
+    }
+    a
+}

@@ -1,0 +1,160 @@
+//! The hand-written header parsers against the patterns they stand for (as
+//! `specscope/logs/bulkplan.py` writes them; `tests/test_core.py` holds the Python side to
+//! the same), and the scanner and the reader on any bytes: rows or a skip, never a panic.
+
+use std::sync::LazyLock;
+
+use proptest::prelude::*;
+use regex::Regex;
+
+use crate::header;
+use crate::read::LineCap;
+use crate::scan::{Scanner, ShapeSpec, Spec, RECORD};
+
+const LEVELS: &str = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL";
+const HEAD: &str = r"^\((?P<_proc>[A-Za-z][A-Za-z0-9_]{0,60}) pid=(?P<_pid>[0-9]{1,9})\) ";
+const PREFIX: &str = concat!(
+    r"^(?:[A-Za-z0-9][\w.-]{0,80}\s*\|\s?)?",
+    r"(?:(\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?",
+    r"(?:\s+(?:stdout|stderr)\s+[FP])?\s+)?"
+);
+const ANSI: &str = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])";
+
+static DATED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"(?P<_head>{HEAD}(?P<_level>{LEVELS}) (?P<_month>0[1-9]|1[0-2])-(?P<_day>0[1-9]|[12][0-9]|3[01]) (?P<_time>(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]) \[[A-Za-z0-9_./-]{{1,200}}:[0-9]{{1,6}}\] )\S"
+    ))
+    .unwrap()
+});
+static UNDATED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"{HEAD}(?P<_body>\S.*)$")).unwrap());
+static PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(PREFIX).unwrap());
+static SCANNER: LazyLock<Scanner> = LazyLock::new(|| Scanner::new(&spec()).unwrap());
+
+fn spec() -> Spec {
+    let spec_line = r"SpecDecoding metrics: Draft acceptance rate: (?P<acceptance_rate>[0-9]{1,3}\.[0-9])%, Accepted: (?P<accepted_tokens>[0-9]{1,15}) tokens, Drafted: (?P<draft_tokens>[0-9]{1,15}) tokens(?:, Per-position acceptance rate: (?P<per_position_rate>(?:0\.[0-9]{3}, )*0\.[0-9]{3}))";
+    Spec {
+        literals: vec!["SpecDecoding".into(), "Engine".into(), "model".into()],
+        prefixes: vec!["Spec".into(), "S".into(), "En".into(), "mo".into()],
+        shapes: vec![ShapeSpec {
+            prefix: "SpecDecoding metrics: Draft acceptance rate: ".into(),
+            pattern: format!("^(?P<__m>){spec_line}$"),
+        }],
+        max_list_bytes: 7 * 4 - 2,
+        ansi: ANSI.into(),
+        prefix: PREFIX.into(),
+        inner_head: format!(r"\(|\)|\[|\]|pid=|(?:{LEVELS})\s+\d\d-\d\d"),
+    }
+}
+
+/// Lines made of the pieces where the parsers decide, bent by any characters.
+fn line() -> impl Strategy<Value = String> {
+    let pieces = prop_oneof![
+        Just("(APIServer pid=4741) ".to_string()),
+        Just("(A_1 pid=1234567890) ".to_string()),
+        Just("INFO 04-07 17:19:59 [metrics.py:101] ".to_string()),
+        Just("WARNING 12-31 23:59:60 [a:1234567] ".to_string()),
+        Just("WARN 00-32 24:00:00 [] ".to_string()),
+        Just("2026-01-02T03:04:05.123Z ".to_string()),
+        Just("2026-01-02T03:04:05+05:30 stdout F ".to_string()),
+        Just("2026-01-02T03:04:05-0530 stderr Px".to_string()),
+        Just("svc.1-a  | ".to_string()),
+        Just("SpecDecoding metrics: Draft acceptance rate: 38.8%, Accepted: 150 tokens, Drafted: 387 tokens".to_string()),
+        Just(", Per-position acceptance rate: 0.543, 0.357, 0.264, 0.100, 0.200".to_string()),
+        Just("\x1b[0;36m".to_string()),
+        Just("INFO  12-01".to_string()),
+        "[ \t\u{3000}\u{a0}\u{85}]{1,3}",
+        "[0-9\u{661}\u{ff12}]{1,5}",
+        "[(|)\\[\\]:.,Z+TFP-]",
+        "\\PC{0,12}",
+    ];
+    proptest::collection::vec(pieces, 0..8).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn dated_is_the_regex(s in line()) {
+        let want = DATED.captures(&s).map(|c| {
+            let head = c.name("_head").unwrap();
+            (c.name("_proc").unwrap().as_str().to_string(), c.name("_pid").unwrap().as_str().parse::<u32>().unwrap(), head.end())
+        });
+        let got = header::dated(&s).map(|h| (s[h.proc_start..h.proc_end].to_string(), h.pid, h.body));
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn undated_is_the_regex(s in line()) {
+        let want = UNDATED.captures(&s).map(|c| c.name("_body").unwrap().start());
+        prop_assert_eq!(header::undated(&s).map(|h| h.body), want);
+    }
+
+    #[test]
+    fn prefix_is_the_regex_or_asks_it(s in line()) {
+        if let Ok((end, year)) = header::prefix(s.as_bytes()) {
+            let c = PREFIX_RE.captures(&s).unwrap();
+            prop_assert_eq!(end, c.get(0).unwrap().end());
+            prop_assert_eq!(year, c.get(1).map(|y| y.as_str().parse::<u32>().unwrap()));
+        }
+    }
+
+    #[test]
+    fn any_text_is_scanned_whole(s in "\\PC{0,300}|[\\x00-\\x7f]{0,300}", lines in proptest::collection::vec(line(), 0..20)) {
+        let scanner = &*SCANNER;
+        for text in [s, lines.join("\n")] {
+            let found = scanner.scan(&text);
+            let n = found.kind.len();
+            prop_assert_eq!(found.offsets.len(), n + 1);
+            prop_assert_eq!(*found.offsets.last().unwrap() as usize, text.len());
+            prop_assert!(found.key.iter().all(|&k| k >= 0 && k as usize <= found.procs.len()));
+            let records: usize = found.shapes.iter().map(|s| s.lines.len()).sum();
+            prop_assert_eq!(records, found.kind.iter().filter(|&&k| k == RECORD).count());
+            prop_assert_eq!(scanner.scan_parallel(&text, 2), found);
+        }
+    }
+
+    #[test]
+    fn the_line_cap_keeps_short_lines_and_notes_long_ones(
+        data in proptest::collection::vec(prop_oneof![Just(b'\n'), Just(b'x'), any::<u8>()], 0..600),
+        cut in 1usize..50,
+        limit in 1usize..40,
+    ) {
+        let mut cap = LineCap::new(limit);
+        let mut out = Vec::new();
+        for chunk in data.chunks(cut) {
+            cap.push(&mut out, chunk);
+        }
+        cap.finish(&out);
+        let mut want = Vec::new();
+        let mut long = Vec::new();
+        let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+        for (i, l) in lines.iter().enumerate() {
+            let last = i + 1 == lines.len();
+            if l.len() > limit {
+                long.push((want.len() as u64, l.len() as u64));
+                if !last {
+                    want.push(b'\n');
+                }
+            } else {
+                want.extend_from_slice(l);
+                if !last {
+                    want.push(b'\n');
+                }
+            }
+        }
+        prop_assert_eq!(out, want);
+        prop_assert_eq!(cap.long, long);
+    }
+}
+
+#[test]
+fn a_parallel_scan_of_a_large_block_is_the_scan() {
+    let scanner = Scanner::new(&spec()).unwrap();
+    let one = "(APIServer pid=7) INFO 04-07 17:19:59 [metrics.py:101] SpecDecoding metrics: Draft acceptance rate: 38.8%, Accepted: 150 tokens, Drafted: 387 tokens, Per-position acceptance rate: 0.100\n(EngineCore pid=8) INFO:  a\n";
+    let text = one.repeat(20_000);
+    let found = scanner.scan(&text);
+    assert_eq!(found.procs.len(), 2);
+    assert_eq!(found.shapes[0].lines.len(), 20_000);
+    assert_eq!(scanner.scan_parallel(&text, 2), found);
+}

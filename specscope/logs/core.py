@@ -1,0 +1,201 @@
+"""The compiled scanner (``specscope._core``, built from ``rust/``) as the bulk reader uses
+it: the definitions compiled into what the core looks for (``scanner``), a block's lines
+classified and its plain records cut out in Rust (``prepare_block``: whole columns back,
+no Python object per line), and files and ``.gz`` read in blocks in Rust with the limits
+of ``specscope.logs.limits`` (``blocks``).
+
+Without the extension (a source tree never built) ``available()`` is false and the bulk
+reader classifies with polars (``specscope.logs.bulk_polars``), as before.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from specscope.errors import InputBinaryError
+from specscope.logs.bulkplan import (
+    INNER_HEAD,
+    PREFIX,
+    BulkGrammar,
+    Prepared,
+    prepared,
+    typed_records,
+)
+from specscope.logs.clean import ANSI
+from specscope.logs.grammar import Envelope
+from specscope.logs.limits import LongLines, gzip_allowance, size_text
+from specscope.logs.source import STDIN, Source
+
+_core: Any
+try:
+    # The extension module, private to this one (it has no Python source for the layer
+    # test to follow, hence by name).
+    _core = importlib.import_module("specscope._core")
+except ImportError:  # a source tree nobody built: the polars classifier reads
+    _core = None
+
+
+def available() -> bool:
+    return _core is not None
+
+
+def scanner(plan: BulkGrammar) -> Any:
+    """What the definitions ask the core to find: their literals and the prefixes of them
+    a cut line may end in, and each plain shape (its literal start and its regex)."""
+    assert _core is not None
+    return _core.Scanner(
+        plan.literals,
+        plan.prefixes,
+        [(s.prefix, s.pattern) for s in plan.shapes],
+        7 * plan.max_k - 2,  # a list of k entries 'd.ddd, ' (``plain.clean_enough``)
+        ANSI,
+        PREFIX,
+        INNER_HEAD,
+    )
+
+
+class BlockLines:
+    """A block's lines, decoded one at a time when the walk asks for one."""
+
+    def __init__(self, block: bytes, offsets: np.ndarray, filled: np.ndarray) -> None:
+        self.block, self.offsets, self.filled_mask = block, offsets, filled
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        if b > a and self.block[b - 1] == 10:
+            b -= 1
+        return self.block[a:b].decode("utf-8")
+
+    def filled(self) -> np.ndarray:
+        return np.flatnonzero(self.filled_mask)
+
+
+def _strings(offsets: bytes, data: bytes, valid: bytes) -> pl.Series:
+    n = len(valid)
+    mask = np.frombuffer(valid, np.uint8).astype(bool)
+    bitmap = None if mask.all() else pa.py_buffer(np.packbits(mask, bitorder="little"))
+    nulls = -1 if bitmap is not None else 0
+    array = pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls
+    )
+    return pl.Series(array)
+
+
+def _clock_text(clock: np.ndarray, dated: np.ndarray) -> pl.Series:
+    """``HH:MM:SS`` from hh*10000 + mm*100 + ss (null where the line has no date)."""
+    digits = np.full((len(clock), 8), 58, np.uint8)  # the colons stay
+    for col, part in ((0, clock // 10000), (3, clock // 100 % 100), (6, clock % 100)):
+        digits[:, col] = 48 + part // 10
+        digits[:, col + 1] = 48 + part % 10
+    offsets = np.arange(0, 8 * len(clock) + 1, 8, dtype=np.int64)
+    return _strings(offsets.tobytes(), digits.tobytes(), dated.astype(np.uint8).tobytes())
+
+
+def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None:
+    """A block classified by the core; ``None`` for a block without lines."""
+    found = scan.scan(block)
+    if found is None:  # not UTF-8: read as the line parser reads it
+        block = block.decode("utf-8", errors="replace").encode("utf-8")
+        found = scan.scan(block)
+    offsets = np.frombuffer(found["offsets"], np.int64)
+    if len(offsets) <= 1:
+        return None
+    kind = np.frombuffer(found["kind"], np.int8).copy()
+    key_of = np.frombuffer(found["key"], np.int32).astype(np.int64)
+    month = np.frombuffer(found["month"], np.uint8)
+    day = np.frombuffer(found["day"], np.uint8)
+    clock = np.frombuffer(found["clock"], np.uint32)
+    year = np.frombuffer(found["year"], np.int32)
+    level = np.frombuffer(found["level"], np.uint8)
+    procs: list[tuple[str, int]] = found["procs"]
+    levels: list[str] = _core.LEVELS if _core is not None else []
+    out = []
+    for i, (lines_raw, columns) in enumerate(found["shapes"]):
+        at = np.frombuffer(lines_raw, np.uint32).astype(np.int64)
+        if not len(at):
+            continue
+        has_date = month[at] > 0
+        head = pl.DataFrame(
+            {
+                "_i": at,
+                "_key": key_of[at],
+                "_month": pl.Series(month[at].astype(np.int64)).set(~pl.Series(has_date), None),
+                "_day": pl.Series(day[at].astype(np.int64)).set(~pl.Series(has_date), None),
+                "_time": _clock_text(clock[at], has_date),
+                "_year": pl.Series(year[at].astype(np.int64)).set(pl.Series(year[at] < 0), None),
+            }
+        )
+        fields = head.with_columns(_strings(*columns[name]).alias(name) for name in columns)
+        out.append(typed_records(plan, i, fields))
+    records = pl.concat(out, how="diagonal_relaxed").sort("_i") if out else pl.DataFrame()
+
+    def process(i: int) -> tuple[str, int]:
+        return procs[int(key_of[i]) - 1]
+
+    def envelope(i: int) -> Envelope:
+        proc, pid = process(i)
+        c = int(clock[i])
+        return Envelope(
+            proc=proc,
+            pid=pid,
+            level=levels[int(level[i]) - 1],
+            month=int(month[i]),
+            day=int(day[i]),
+            time=f"{c // 10000:02d}:{c // 100 % 100:02d}:{c % 100:02d}",
+            year=int(year[i]) if year[i] >= 0 else None,
+        )
+
+    filled = np.frombuffer(found["filled"], np.uint8).astype(bool)
+    return prepared(
+        BlockLines(block, offsets, filled),
+        kind,
+        records,
+        dated=month > 0,
+        key_of=key_of,
+        process=process,
+        envelope=envelope,
+    )
+
+
+def blocks(source: Source, size: int, long: LongLines) -> Iterator[bytes] | None:
+    """The source's content in blocks read by the core (a file on disk only; ``None``
+    otherwise), as ``Source.blocks`` gives them: lines over the limit emptied and noted in
+    ``long`` by where they are, a ``.gz`` inflated and refused past its allowance."""
+    if _core is None or source.path == STDIN:
+        return None
+    allowed = gzip_allowance(source.size)
+    reader = _core.Reader(source.path, size, long.limit, allowed)
+    return _read(reader, source, long, allowed)
+
+
+def _read(reader: Any, source: Source, long: LongLines, allowed: int) -> Iterator[bytes]:
+    while True:
+        try:
+            block = reader.next_block()
+        except ValueError as exc:
+            what, detail = exc.args[0]
+            if what == "bomb":
+                raise InputBinaryError(
+                    f"a gzip stream of {size_text(source.size)} that inflates past "
+                    f"{size_text(allowed)} (a gzip bomb?): refused "
+                    "(SPECSCOPE_GZIP_MAX_RATIO, SPECSCOPE_GZIP_MAX_BYTES raise the limit)",
+                    path=source.display,
+                ) from None
+            raise InputBinaryError(str(detail), path=source.display) from None
+        long.unplaced.extend(reader.take_long())
+        source.notes.extend(reader.take_notes())
+        if block is None:
+            return
+        yield block
+
+
+__all__ = ["BlockLines", "available", "blocks", "prepare_block", "scanner"]
