@@ -25,7 +25,8 @@ from specscope.errors import DefinitionError
 from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS
 from specscope.schema import TABLES
 
-KINDS = ("envelope", "fields", "block", "json", "config", "event")
+# exposition: Prometheus text as pasted (`keys` maps metric names to roles; specscope.logs.pasted)
+KINDS = ("envelope", "fields", "block", "json", "config", "event", "exposition")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
 COUNTS = ("interval", "cumulative")
 PARSE_MODES = ("python_dict", "key_value", None)
