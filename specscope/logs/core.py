@@ -11,7 +11,10 @@ reader classifies with polars (``specscope.logs.bulk_polars``), as before.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Iterator
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -32,13 +35,33 @@ from specscope.logs.grammar import Envelope
 from specscope.logs.limits import LongLines, gzip_allowance, size_text
 from specscope.logs.source import STDIN, Source
 
-_core: Any
-try:
-    # The extension module, private to this one (it has no Python source for the layer
-    # test to follow, hence by name).
-    _core = importlib.import_module("specscope._core")
-except ImportError:  # a source tree nobody built: the polars classifier reads
-    _core = None
+
+def _load() -> Any:
+    """The extension module, private to this one (it has no Python source for the layer
+    test to follow, hence by name). Run from a source tree (``python -m pytest`` at its
+    root) after ``pip install .``, the tree's ``specscope/`` shadows the installed package
+    and holds no extension: the installed one is loaded from site-packages."""
+    try:
+        return importlib.import_module("specscope._core")
+    except ImportError:
+        pass
+    try:
+        files = metadata.distribution("specscope").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.parts[:1] == ("specscope",) and f.name.startswith("_core.") and f.suffix == ".so":
+            spec = importlib.util.spec_from_file_location("specscope._core", str(f.locate()))
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["specscope._core"] = module
+            return module
+    return None  # a source tree nobody built: the polars classifier reads
+
+
+_core = _load()
 
 
 def available() -> bool:
