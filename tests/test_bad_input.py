@@ -157,7 +157,7 @@ def test_internal_errors_are_one_line(cli, monkeypatch, tmp_path):
     def boom(*args, **kwargs):
         raise RuntimeError("synthetic failure")
 
-    monkeypatch.setattr("specscope.cli.app.run_ingest", boom)
+    monkeypatch.setattr("specscope.logs.ingest.ingest", boom)  # the CLI imports it when run
     r = cli("ingest", INT4, "--store", tmp_path / "s")
     assert r.status == ExitStatus.ERROR
     assert "internal error" in _one_error_line(r, "synthetic failure")

@@ -75,3 +75,45 @@ def test_every_exit_status_is_in_readme():
 
     for status in ExitStatus:
         assert f"| {status.value} |" in README
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_placeholders_are_words_and_examples_verbatim(cli, command):
+    """No type where a word belongs (``<list[str]>``, ``<path>``, ``{paths}``), and each
+    example on one line as written, so that a line copied from --help runs as it is."""
+    import re
+
+    from specscope.cli.app import app as the_app
+
+    out = cli(command, "--help", env={"COLUMNS": "80"}).out
+    assert re.search(r"<(?:list|path|str|int|float|bool)\b|\{[a-z_]+\}", out) is None, out
+    registered = {c.name or c.callback.__name__: c for c in the_app.registered_commands}
+    epilog = registered[command].epilog or ""
+    examples = [line.strip() for line in epilog.splitlines()[1:] if line.strip()]
+    shown = [line.strip() for line in out.splitlines()]
+    assert examples and all(example in shown for example in examples), (examples, out)
+
+
+def test_version(cli):
+    import specscope
+
+    r = cli("--version")
+    assert r.status == 0 and r.out.strip() == f"specscope {specscope.__version__}"
+
+
+def test_help_loads_no_data_library():
+    """``specscope --help`` answers without importing polars, pyarrow, numpy or Altair
+    (they cost most of a second; the help, a fifth)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from specscope.cli import main\n"
+        "assert main(['--help']) == 0 and main(['ingest', '--help']) == 0\n"
+        "print(sorted(m for m in ('polars', 'pyarrow', 'numpy', 'altair') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

@@ -362,3 +362,23 @@ def test_ingest_does_not_load_the_http_client(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_errors_print_once_on_stderr_and_leave_no_empty_store(cli, tmp_path):
+    """A first ingest that stores nothing says each error once, on stderr only, and does not
+    leave a store folder behind that looks like a store."""
+    prose = tmp_path / "prose.log"
+    prose.write_text("hello\nworld\n", encoding="utf-8")
+    store = tmp_path / "new-store"
+    r = cli("ingest", prose, tmp_path / "missing.log", "--store", store)
+    assert r.status != 0
+    assert r.out.strip() == ""
+    errors = r.err.strip().splitlines()
+    assert len(errors) == 2 and all(e.startswith("specscope: error: ") for e in errors)
+    assert sum("prose.log" in e for e in errors) == 1
+    assert not store.exists()
+    # a store that exists is left as it is
+    store.mkdir()
+    (store / "mine.txt").write_text("x", encoding="utf-8")
+    assert cli("ingest", prose, "--store", store).status != 0
+    assert sorted(p.name for p in store.iterdir()) == [".lock", "mine.txt"]

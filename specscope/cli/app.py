@@ -12,19 +12,15 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 import typer
 
-from specscope.analysis.advise import advice_text
-from specscope.analysis.advise import advise as run_advise
-from specscope.analysis.compare import compare as run_compare
-from specscope.analysis.compare import comparison_text
-from specscope.analysis.detectors import detect as run_detect
-from specscope.analysis.findings import Severity
-from specscope.analysis.runs import runs_overview
 from specscope.cli.check import EXAMPLES as CHECK_EXAMPLES
 from specscope.cli.check import check
+from specscope.cli.conventions import conventional
+from specscope.cli.formats import EXAMPLES as FORMATS_EXAMPLES
+from specscope.cli.formats import formats
 from specscope.cli.options import (
     ConfigOption,
     FailOnOption,
@@ -34,23 +30,15 @@ from specscope.cli.options import (
     StoreOption,
 )
 from specscope.cli.output import fail, print_json, say
-from specscope.cli.render import finding_text, ingest_text, pull_text, runs_text
 from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
 from specscope.cli.triage import triage
-from specscope.cli.watch import watch as run_watch
-from specscope.durations import parse_duration
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
-from specscope.logs.definitions import load_definitions
-from specscope.logs.ingest import ingest as run_ingest
-from specscope.logs.ingest import parse_overrides
-from specscope.prometheus.pull import PullReport
-from specscope.prometheus.pull import pull as run_pull
-from specscope.prometheus.rules import rules_yaml
-from specscope.prometheus.scrape import scrape as run_scrape
-from specscope.report.redact import Redactor
-from specscope.store.layout import DEFAULT_STORE
-from specscope.store.reading import open_store
-from specscope.thresholds import load_config, load_reference
+from specscope.store import DEFAULT_STORE
+
+# What a command needs is imported in its body: `specscope --help` and a mistyped option
+# answer at once, without loading polars, pyarrow or Altair (tests/test_docs.py holds it).
+if TYPE_CHECKING:
+    from specscope.prometheus.pull import PullReport
 
 app = typer.Typer(
     name="specscope",
@@ -60,6 +48,31 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            said = version("specscope")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            said = "(not installed)"
+        say(f"specscope {said}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Speculative-decoding telemetry from vLLM and SGLang, into Parquet and answers."""
+
 
 # The first command a user needs: from a paste to a verdict (and a report) in one step.
 app.command(epilog=TRIAGE_EXAMPLES)(triage)
@@ -144,6 +157,10 @@ def ingest(
     and weighted acceptance (sum of counts, then divide), and the lines skipped and why.
     Ingesting the same file again adds nothing; a file that grew adds only its new records.
     """
+    from specscope.cli.render import ingest_text
+    from specscope.logs.ingest import ingest as run_ingest
+    from specscope.logs.ingest import parse_overrides
+
     try:
         overrides = parse_overrides(set_ or [])
         with _progress_bar(paths) as progress:
@@ -223,6 +240,9 @@ def pull(
     that log ingest fills. Auth: $SPECSCOPE_PROMETHEUS_TOKEN (bearer), or
     $SPECSCOPE_PROMETHEUS_USER / _PASSWORD, or netrc. Credentials are never printed or stored.
     """
+    from specscope.durations import parse_duration
+    from specscope.prometheus.pull import pull as run_pull
+
     try:
         report = run_pull(
             prometheus,
@@ -246,6 +266,8 @@ def pull(
 
 def _print_pull(report: PullReport, as_json: bool, kept: str) -> None:
     """A pull's or a scrape's report; a window that failed is exit 10, after the report."""
+    from specscope.cli.render import pull_text
+
     if as_json:
         print_json(report.to_dict())
     else:
@@ -283,6 +305,9 @@ def scrape(
     Polls the endpoint, differences consecutive polls of each counter (reset-aware), and
     stores interval rows in the same tables as ingest and pull.
     """
+    from specscope.durations import parse_duration
+    from specscope.prometheus.scrape import scrape as run_scrape
+
     try:
         report = run_scrape(
             url,
@@ -321,6 +346,13 @@ def detect(
     acceptance_drift, insufficient_data, error_signature. Each finding gives the evidence
     (source lines, window, numbers and sample size), what was expected, why, and what to do.
     """
+    from specscope.analysis.detectors import detect as run_detect
+    from specscope.analysis.findings import Severity
+    from specscope.cli.render import finding_text
+    from specscope.durations import parse_duration
+    from specscope.store.reading import open_store
+    from specscope.thresholds import load_config, load_reference
+
     try:
         threshold = Severity.parse(fail_on) if fail_on else None
         # The configuration first: a mistake in it is the user's to fix before any work.
@@ -352,6 +384,10 @@ def advise(
     as_json: JsonOption = False,
 ) -> None:
     """Which k to draft: tau(k') and the expected speedup for each k' up to the run's k."""
+    from specscope.analysis.advise import advice_text
+    from specscope.analysis.advise import advise as run_advise
+    from specscope.store.reading import open_store
+
     try:
         items = run_advise(open_store(store), run_ids=run, cost=cost_ratio)
     except SpecscopeError as exc:
@@ -396,7 +432,9 @@ def report(
     """
     # Here, not at the top: Altair takes a while to import and most commands need none of it.
     from specscope.report.build import build_report
+    from specscope.report.redact import Redactor
     from specscope.report.write import report_kind, write_report
+    from specscope.store.reading import open_store
 
     try:
         if out is not None and not as_json:
@@ -433,6 +471,10 @@ def compare(
 ) -> None:
     """Two runs side by side: what differs in their configuration, and each measure's
     difference with its 95% interval (Newcombe, drafts as trials)."""
+    from specscope.analysis.compare import compare as run_compare
+    from specscope.analysis.compare import comparison_text
+    from specscope.store.reading import open_store
+
     try:
         result = run_compare(open_store(store), run_a, run_b)
     except SpecscopeError as exc:
@@ -462,6 +504,8 @@ def rules(
     instance, model and engine (rates summed before dividing). Alerts: zero acceptance while
     drafting, low acceptance, concurrency collapse, KV cache saturated with a queue.
     """
+    from specscope.prometheus.rules import rules_yaml
+
     try:
         text = rules_yaml(str(config) if config else None, selector)
     except SpecscopeError as exc:
@@ -493,6 +537,9 @@ def watch(
     """A live view: acceptance now and recently, mean acceptance length, per-position bars,
     requests running and waiting, KV cache usage; findings printed as they appear. Follows
     a growing log (and its rotation) or polls /metrics. Ctrl-C ends it with a summary."""
+    from specscope.cli.watch import watch as run_watch
+    from specscope.durations import parse_duration
+
     try:
         summary = run_watch(source, interval=parse_duration(interval).total_seconds(), store=store)
     except SpecscopeError as exc:
@@ -505,6 +552,10 @@ def watch(
 )
 def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) -> None:
     """List the server runs in a store with their configuration and weighted acceptance."""
+    from specscope.analysis.runs import runs_overview
+    from specscope.cli.render import runs_text
+    from specscope.store.reading import open_store
+
     try:
         frame = runs_overview(open_store(store))
     except SpecscopeError as exc:
@@ -516,42 +567,7 @@ def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) 
         say(runs_text(rows))
 
 
-@app.command(
-    epilog="Examples:\n\n  specscope formats\n\n  specscope formats --samples",
-)
-def formats(
-    samples: Annotated[
-        bool, typer.Option("--samples", help="Show each format's sample lines.")
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """List the log formats specscope reads (one definition each under parsers/)."""
-    defs = load_definitions()
-    if as_json:
-        print_json(
-            [
-                {
-                    "name": d.name,
-                    "kind": d.kind,
-                    "engine": d.engine,
-                    "title": d.title,
-                    "versions": d.versions,
-                    "table": d.table,
-                    "samples": [s.text for s in d.samples],
-                }
-                for d in defs
-            ]
-        )
-        return
-    for d in defs:
-        say(f"{d.name}  [{d.kind}{', ' + d.table if d.table else ''}]  {d.title}")
-        if d.versions:
-            say(f"    versions: {d.versions}")
-        if samples:
-            for s in d.samples:
-                for line in s.text.splitlines():
-                    say(f"    | {line}")
-                say("")
+app.command(epilog=FORMATS_EXAMPLES)(formats)
 
 
 @runtime_checkable
@@ -564,7 +580,8 @@ class _Shows(Protocol):
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (``ExitStatus``) instead of exiting."""
     try:
-        status = app(args=argv, prog_name="specscope", standalone_mode=False)
+        command = conventional(typer.main.get_command(app))
+        status = command.main(args=argv, prog_name="specscope", standalone_mode=False)
         if isinstance(status, int):
             return status
     except typer.Exit as exc:

@@ -10,8 +10,7 @@ import typer
 from specscope.cli.options import JsonOption, StoreOption
 from specscope.cli.output import fail, print_json, say
 from specscope.errors import ExitStatus, SpecscopeError
-from specscope.store.check import check_store
-from specscope.store.layout import DEFAULT_STORE
+from specscope.store import DEFAULT_STORE
 
 EXAMPLES = (
     "Examples:\n\n"
@@ -30,6 +29,8 @@ def check(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False)
     table folder that no ingest lists: specscope ignores it, a glob reads it). Exit 9
     when there is any.
     """
+    from specscope.store.check import check_store
+
     try:
         report = check_store(store)
     except SpecscopeError as exc:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from specscope.store.layout import DEFAULT_STORE
+from specscope.store import DEFAULT_STORE
 
 StoreOption = Annotated[
     Path,

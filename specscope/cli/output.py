@@ -10,9 +10,17 @@ from typing import Any
 
 import typer
 
-from specscope.cli.render import safe
 from specscope.errors import SpecscopeError
 from specscope.report.redact import Redactor, redact_json
+
+_SAFE = Redactor(hosts=False, args=False)
+
+
+def safe(text: str) -> str:
+    """Text as specscope prints it: no terminal controls, no secrets (tokens, keys,
+    passwords, credentials in URLs, e-mail addresses, home folders). Hosts are kept: this
+    is the user's own terminal; reports hide them too."""
+    return _SAFE.text(text)
 
 
 def say(text: str, *, err: bool = False, nl: bool = True) -> None:
@@ -36,4 +44,4 @@ def fail(exc: SpecscopeError) -> typer.Exit:
     return typer.Exit(int(exc.exit_status))
 
 
-__all__ = ["fail", "print_json", "say"]
+__all__ = ["fail", "print_json", "safe", "say"]

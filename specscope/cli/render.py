@@ -11,21 +11,11 @@ from datetime import datetime
 from typing import Any, ParamSpec
 
 from specscope.analysis.findings import Finding
+from specscope.cli.output import safe
 from specscope.logs.ingest import IngestReport, RunSummary, SourceReport
 from specscope.prometheus.pull import PullReport
-from specscope.report.redact import Redactor
 
 P = ParamSpec("P")
-
-
-_SAFE = Redactor(hosts=False, args=False)
-
-
-def safe(text: str) -> str:
-    """Text as specscope prints it: no terminal controls, no secrets (tokens, keys,
-    passwords, credentials in URLs, e-mail addresses, home folders). Hosts are kept: this
-    is the user's own terminal; reports hide them too."""
-    return _SAFE.text(text)
 
 
 def _safe_text(render: Callable[P, str]) -> Callable[P, str]:
@@ -183,8 +173,10 @@ MAX_RUNS_SHOWN = 10
 def ingest_text(report: IngestReport) -> str:
     lines: list[str] = []
     for source in report.sources:
-        lines.extend(source_lines(source))
-    lines.append(f"store: {report.store}")
+        if source.error is None:  # (an error is said once, on stderr)
+            lines.extend(source_lines(source))
+    if any(s.error is None for s in report.sources):
+        lines.append(f"store: {report.store}")
     return "\n".join(lines)
 
 

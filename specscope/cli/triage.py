@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specscope.analysis.detectors import findings_of
-from specscope.analysis.evidence import gather
-from specscope.analysis.findings import Severity
-from specscope.analysis.verdict import verdict_of
 from specscope.cli.options import (
     ConfigOption,
     FailOnOption,
@@ -25,12 +21,10 @@ from specscope.cli.options import (
     ReferenceOption,
 )
 from specscope.cli.output import fail, print_json, say
-from specscope.cli.render import finding_text
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
-from specscope.logs.ingest import IngestReport, parse_overrides
-from specscope.logs.ingest import ingest as run_ingest
-from specscope.store.reading import open_store
-from specscope.thresholds import load_config, load_reference
+
+if TYPE_CHECKING:
+    from specscope.logs.ingest import IngestReport
 
 EXAMPLES = (
     "Examples:\n\n"
@@ -92,6 +86,16 @@ def triage(
     --store is given. The exit status is detect's: 11 when a finding reaches --fail-on, the
     input's own status when no input could be read.
     """
+    from specscope.analysis.detectors import findings_of
+    from specscope.analysis.evidence import gather
+    from specscope.analysis.findings import Severity
+    from specscope.analysis.verdict import verdict_of
+    from specscope.cli.render import finding_text
+    from specscope.logs.ingest import ingest as run_ingest
+    from specscope.logs.ingest import parse_overrides
+    from specscope.store.reading import open_store
+    from specscope.thresholds import load_config, load_reference
+
     try:
         threshold = Severity.parse(fail_on) if fail_on else None
         overrides = parse_overrides(set_ or [])
@@ -142,7 +146,8 @@ def triage(
             }
         )
     else:
-        say(verdict)
+        # With nothing read the verdict is the errors, which are said once, on stderr.
+        say(verdict if run_ids or not read.errors else "Nothing to judge.")
         if found:
             say("\n" + "\n\n".join(finding_text(f) for f in found))
         if written:
@@ -183,6 +188,8 @@ def _write_report(
         empty = Report(redactor(verdict) or verdict, [], [], [], [], [])
         empty.redaction = redactor.summary()
         return write_report(empty, out)
+    from specscope.store.reading import open_store
+
     built = build_report(
         open_store(where), run_ids=run_ids, redactor=redactor, config=cfg, reference=refs
     )

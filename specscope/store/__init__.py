@@ -8,3 +8,7 @@ files in, ``integrity`` and ``check`` hold them to it); a lock with a lease (``l
 Imports: the kernel only (``errors``, ``schema``, ``acceptance``); never a reader of logs
 or servers, nor anything above.
 """
+
+# Where a store is unless told: here, so that naming it (every command's --store default)
+# does not load the tables' schemas.
+DEFAULT_STORE = "specscope-data"

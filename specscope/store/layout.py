@@ -25,12 +25,12 @@ from typing import Any
 
 from specscope.errors import StoreError
 from specscope.schema import SCHEMA_VERSION, TABLES
+from specscope.store import DEFAULT_STORE
 
 MANIFEST = "specscope.json"
 STAGE = "stage"  # rows and files on their way in, during an ingest
 FILES = "files-"  # stage/files-<ingest>/<table>/...: an ingest's data files before its commit
 LOCK = ".lock"
-DEFAULT_STORE = "specscope-data"
 LATEST_ONLY = ("runs", "sources")  # tables of which each folder's newest file is the table
 
 # How this package names data files: part-, runs- or sources-<ingest id>[.<n>].parquet,

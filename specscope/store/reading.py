@@ -16,9 +16,9 @@ import polars as pl
 
 from specscope.errors import StoreError
 from specscope.schema import PARTITIONED, TABLES, polars_schema
+from specscope.store import DEFAULT_STORE
 from specscope.store.integrity import MISSING, Inspection, inspect
 from specscope.store.layout import (
-    DEFAULT_STORE,
     MANIFEST,
     DataFile,
     default_store_path,

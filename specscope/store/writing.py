@@ -25,8 +25,8 @@ from specscope.errors import StoreError
 from specscope.schema import TABLES
 from specscope.store import commit as committing
 from specscope.store import durable
-from specscope.store.layout import STAGE, files_dir
-from specscope.store.locking import Lease, Watchdog, acquire, lease_seconds
+from specscope.store.layout import LOCK, MANIFEST, STAGE, files_dir
+from specscope.store.locking import HELD, TAKEOVER, Lease, Watchdog, acquire, lease_seconds
 from specscope.store.rollup import RunSums
 
 _LOCK_WAIT_S = 30.0
@@ -46,6 +46,7 @@ def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
     """Lock the store for writing; what the block wrote is committed when it ends. An
     OSError of the store in the block (a full disk, first of all) is a StoreError, and
     nothing of the block is committed."""
+    made = not store.path.exists()
     try:
         store.path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -73,6 +74,22 @@ def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
                 committing.remove_stage(store.path, ingest_id, committed=w.committed)
     finally:
         lease.release()
+        if made:
+            _unmake_if_empty(store.path)
+
+
+def _unmake_if_empty(root: Path) -> None:
+    """A store this writer made and nothing was committed to (a first ingest that failed)
+    is not left behind as an empty folder that looks like a store."""
+    if (root / MANIFEST).exists():
+        return
+    for name in (LOCK, HELD, TAKEOVER):
+        with contextlib.suppress(OSError):
+            (root / name).unlink()
+    with contextlib.suppress(OSError):
+        os.rmdir(root / STAGE)
+    with contextlib.suppress(OSError):
+        os.rmdir(root)  # only if nothing else is in it
 
 
 def new_ingest_id() -> str:
