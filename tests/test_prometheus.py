@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from datetime import UTC, datetime, timedelta
@@ -332,6 +333,20 @@ def test_scrape_reads_the_exporter_directly(tmp_path, cli):
             )
     sources = specscope.open_store(tmp_path / "s").sources.collect()
     assert sources["kind"].to_list() == ["scrape"]
+
+
+def test_scrape_says_what_it_stored_in_words(tmp_path, cli):
+    """A scrape has no next pull to announce, and one run is one run."""
+    exporter = VllmExporter()
+    port, server = serve_exporter(exporter)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        r = cli("scrape", url, "--interval", "1.1s", "--count", "2", "--store", tmp_path / "s")
+    finally:
+        server.shutdown()  # type: ignore[attr-defined]
+    assert r.status == 0, r.err
+    assert "next pull" not in r.out and "1 runs" not in r.out
+    assert re.search(r"\b2 runs\b", r.out), r.out  # two engines, two runs
 
 
 def test_scrape_of_a_page_that_is_not_metrics(tmp_path, cli):

@@ -56,6 +56,11 @@ def _n(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
+def _of(value: int | None, word: str) -> str:
+    """A count and its noun, singular for one: ``1 event``, ``2 events``."""
+    return f"{_n(value)} {word if value == 1 else word + 's'}"
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
@@ -131,7 +136,7 @@ def source_lines(report: SourceReport) -> list[str]:
     out.append(
         f"  found {_n(f.get('spec_decode'))} spec-decode records, "
         f"{_n(f.get('engine_stats'))} engine-stats records{bench}, "
-        f"{_n(f.get('events', 0))} events, {_n(f.get('runs'))} runs"
+        f"{_of(f.get('events', 0), 'event')}, {_of(f.get('runs'), 'run')}"
     )
     if report.status in ("new", "grown"):
         a = report.added
@@ -182,14 +187,15 @@ def ingest_text(report: IngestReport) -> str:
 
 @_safe_text
 def pull_text(report: PullReport) -> str:
+    """What a pull or a scrape stored (a scrape has no next pull to announce)."""
     a = report.added
     lines = [
         f"{report.url}: {report.start:%Y-%m-%d %H:%M:%S} -> {report.end:%Y-%m-%d %H:%M:%S} UTC, "
         f"{_n(report.requests)} requests, {_n(report.samples)} samples",
         f"  added {_n(a.get('spec_decode', 0))} spec-decode and "
-        f"{_n(a.get('engine_stats', 0))} engine-stats intervals, {_n(report.runs)} runs",
+        f"{_n(a.get('engine_stats', 0))} engine-stats intervals, {_of(report.runs, 'run')}",
     ]
-    if report.watermark is not None:
+    if report.watermark is not None and report.kind != "scrape":
         lines.append(f"  next pull starts after {report.watermark:%Y-%m-%d %H:%M:%S} UTC")
     lines.extend(f"  note: {note}" for note in report.notes)
     return "\n".join(lines)

@@ -145,7 +145,9 @@ def render(snap: Snapshot, source: str) -> Group:
     if not stats.is_empty() and "running_reqs" in stats.columns:
         s = stats.tail(1).to_dicts()[0]
         table.add_row(
-            "requests running / waiting", f"{s.get('running_reqs')} / {s.get('waiting_reqs')}", ""
+            "requests running / waiting",
+            f"{_count(s.get('running_reqs'))} / {_count(s.get('waiting_reqs'))}",
+            "",
         )
         usage = s.get("kv_cache_usage")
         table.add_row("KV cache usage", _pct(usage), "")
@@ -159,6 +161,10 @@ def render(snap: Snapshot, source: str) -> Group:
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
 
 
 def _num(value: float | None) -> str:
