@@ -105,3 +105,58 @@ def test_followed_log_rotation(tmp_path):
     path.unlink()
     path.write_text("new\n")  # rotated: a new file under the old name
     assert [t for _, t in follow.read()] == ["new"]
+
+
+def test_watch_reads_a_pipe(tmp_path):
+    """``docker logs -f vllm | specscope watch -``: records show as they come down the pipe,
+    a quiet pipe does not hold the view, the watch ends when the writer closes it, and
+    --store keeps what came, as standard input."""
+    main, child = pty.openpty()
+    env = {**os.environ, "COLUMNS": "120", "LINES": "40", "TERM": "xterm"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    command = [sys.executable, "-m", "specscope", "watch", "-", "--interval", "0.3s"]
+    proc = subprocess.Popen(
+        [*command, "--store", str(tmp_path / "store")],
+        stdin=subprocess.PIPE,
+        stdout=child,
+        stderr=child,
+        env=env,
+        close_fds=True,
+    )
+    os.close(child)
+    assert proc.stdin is not None
+    try:
+        screen = _Screen(main)
+        proc.stdin.write(("\n".join([stats(1), spec(1, 100, [50, 25])]) + "\n").encode())
+        proc.stdin.flush()
+        screen.wait_for("37.5%", 30)  # 75 of 200 draft tokens, the pipe still open
+        for i in range(2, 5):
+            proc.stdin.write((stats(i) + "\n" + spec(i, 100, [0, 0]) + "\n").encode())
+        proc.stdin.close()  # the writer is done: the watch ends by itself
+        out = screen.wait_for("watched -", 20)
+        assert proc.wait(timeout=20) == 0
+        assert "4 intervals" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    import specscope
+
+    sources = specscope.open_store(tmp_path / "store").sources.collect()
+    assert sources["path"].to_list() == ["-"]
+    assert specscope.open_store(tmp_path / "store").spec_decode.collect().height == 4
+
+
+def test_followed_stream_reads_what_is_there_without_waiting(tmp_path):
+    from specscope.logs.follow import FollowedStream
+
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb", buffering=0) as stream, open(tmp_path / "spool", "wb") as sp:
+        follow = FollowedStream(stream, sp)
+        assert list(follow.read()) == [] and not follow.ended  # nothing yet: no wait
+        os.write(write_end, b"a\nb\npart")
+        assert [t for _, t in follow.read()] == ["a", "b"]
+        os.write(write_end, b"ial\n")
+        os.close(write_end)
+        assert [t for _, t in follow.read()] == ["partial"] and follow.ended
+    assert (tmp_path / "spool").read_bytes() == b"a\nb\npartial\n"

@@ -44,7 +44,7 @@ app = typer.Typer(
     name="specscope",
     help="Speculative-decoding telemetry from vLLM and SGLang, into Parquet and answers.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -522,12 +522,17 @@ def rules(
 
 @app.command(
     epilog="Examples:\n\n  specscope watch /var/log/vllm/server.log\n\n"
+    "  docker logs -f vllm 2>&1 | specscope watch -\n\n"
     "  specscope watch http://localhost:8000/metrics --interval 5s\n\n"
     "  specscope watch server.log --store ./data   # keeps what it saw at Ctrl-C",
 )
 def watch(
     source: Annotated[
-        str, typer.Argument(help="A log being written, or a /metrics URL.", show_default=False)
+        str,
+        typer.Argument(
+            help="A log being written, '-' for standard input (a pipe), or a /metrics URL.",
+            show_default=False,
+        ),
     ],
     interval: Annotated[str, typer.Option(help="How often to look (10s, 1s).")] = "10s",
     store: Annotated[

@@ -8,12 +8,16 @@ as they first appear. Ctrl-C ends it with a one-line summary; ``--store`` keeps 
 
 from __future__ import annotations
 
+import io
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 from rich.console import Console, Group
@@ -27,7 +31,7 @@ from specscope.analysis.evidence import evidence_from
 from specscope.analysis.findings import Finding
 from specscope.cli.render import finding_text
 from specscope.errors import InputMissingError
-from specscope.logs.follow import FollowedLog
+from specscope.logs.follow import FollowedLog, FollowedStream
 from specscope.logs.ingest import frames
 from specscope.logs.parser import LineParser
 from specscope.prometheus.intervals import intervals
@@ -55,15 +59,22 @@ class Watcher:
         self.interval = interval
         self.clock = clock
         self.is_url = source.startswith(("http://", "https://"))
+        self.is_stdin = source == "-"
         self.source_id = new_source_id("watch", source)
         self.parser = LineParser()
-        self.log = None if self.is_url else FollowedLog(Path(source))
+        # Standard input is also spooled to a file, to ingest it when the watch ends.
+        self.spool = tempfile.TemporaryFile() if self.is_stdin else None
+        self.log: FollowedLog | FollowedStream | None = None
+        if self.is_stdin:
+            self.log = FollowedStream(sys.stdin.buffer, self.spool)
+        elif not self.is_url:
+            self.log = FollowedLog(Path(source))
         # Each poll bounded in size and time, series and targets bounded (as in scrape).
         self.poller = Poller(source, timeout=max(1.0, interval)) if self.is_url else None
         self.seen: set[tuple[str, str | None]] = set()
         self.polls = 0
         self.config = load_config()
-        if not self.is_url and not Path(source).exists():
+        if self.log is not None and not self.is_stdin and not Path(source).exists():
             raise InputMissingError("no such file", path=source)
 
     def step(self) -> Snapshot:
@@ -96,6 +107,11 @@ class Watcher:
             config=self.config,
         )
         return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev))
+
+    @property
+    def ended(self) -> bool:
+        """Standard input was closed: nothing more will come."""
+        return isinstance(self.log, FollowedStream) and self.log.ended
 
     def _poll(self) -> None:
         assert self.poller is not None
@@ -155,12 +171,16 @@ def render(snap: Snapshot, source: str) -> Group:
     for i, a in enumerate(curve, start=1):
         width = 0 if a is None else round(30 * a)
         bars.append(f"  pos {i:2d} {'█' * width}{' ' * (30 - width)} {_pct(a)}\n")
-    records = f"{spec.height} intervals" if not spec.is_empty() else "no spec-decode records yet"
+    records = _of(spec.height, "interval") if not spec.is_empty() else "no spec-decode records yet"
     return Group(table, Text(f"per-position acceptance (last {RECENT}), {records}"), bars)
 
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _of(count: int, word: str) -> str:
+    return f"{count:,} {word if count == 1 else word + 's'}"
 
 
 def _count(value: int | None) -> str:
@@ -194,6 +214,8 @@ def watch(
                     live.console.print(finding_text(f))
                 live.update(render(snap, source))
                 steps += 1
+                if watcher.ended:
+                    break
                 if max_steps is None or steps < max_steps:
                     time.sleep(interval)
     except KeyboardInterrupt:
@@ -202,11 +224,29 @@ def watch(
     if store is not None and not watcher.is_url:
         from specscope.logs.ingest import ingest
 
-        ingest(source, store=store)
+        if watcher.spool is not None:
+            _ingest_spooled(watcher.spool, store)
+        else:
+            ingest(source, store=store)
     return (
-        f"watched {source}: {snap.spec.height} intervals, acceptance {_pct(rate)}, "
-        f"mean acceptance length {_num(tau)}, {len(watcher.seen)} findings"
+        f"watched {source}: {_of(snap.spec.height, 'interval')}, acceptance {_pct(rate)}, "
+        f"mean acceptance length {_num(tau)}, {_of(len(watcher.seen), 'finding')}"
     )
+
+
+def _ingest_spooled(spool: BinaryIO, store: str | os.PathLike[str]) -> None:
+    """What came on standard input, ingested as standard input (``<stdin>``): the ingest
+    reads ``sys.stdin``, which the watch has drained, so the spool stands in for it."""
+    from specscope.logs.ingest import ingest
+
+    spool.flush()
+    spool.seek(0)
+    held = sys.stdin
+    sys.stdin = io.TextIOWrapper(spool, encoding="utf-8", errors="replace")
+    try:
+        ingest("-", store=store)
+    finally:
+        sys.stdin = held
 
 
 __all__ = ["FollowedLog", "Watcher", "render", "watch"]
