@@ -391,3 +391,12 @@ def test_html_charts_draw_with_their_data_in_view(cli, tmp_path):
     ).stdout
     assert dom.count('data-rendered="yes"') == charts
     assert dom.count("<svg") >= charts
+
+
+def test_markdown_shows_a_curve_as_numbers_not_a_repr():
+    """A measured curve (a k_too_large tail) reads as rounded values, as a scalar does."""
+    from specscope.report.markdown import md
+
+    assert md([0.006097560975609756, 0.0, None]) == "[0.006, 0.000, –]"
+    assert md((1, 2.5)) == "[1, 2.500]"
+    assert md(0.046494992846924176) == "0.046"

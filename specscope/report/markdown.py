@@ -50,6 +50,8 @@ def md(value: Any) -> str:
         return f"{value:.3f}" if abs(value) < 100 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, list | tuple):  # a curve: each value as a value, not a repr
+        return "[" + ", ".join(md(v) for v in value) + "]"
     text = (
         html.escape(strip_controls(str(value)), quote=False)
         .translate(_MD_SPECIAL)
