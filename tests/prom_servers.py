@@ -114,9 +114,12 @@ def serve_exporter(exporter: VllmExporter) -> tuple[int, object]:
 
 
 class Prometheus:
-    """A real prometheus binary scraping ``targets`` every second, on a free port."""
+    """A real prometheus binary scraping ``targets`` every second, on a free port (and
+    evaluating ``rules`` every second, when given)."""
 
-    def __init__(self, workdir: Path, targets: list[str], *args: str) -> None:
+    def __init__(
+        self, workdir: Path, targets: list[str], *args: str, rules: Path | None = None
+    ) -> None:
         binary = shutil.which("prometheus")
         if binary is None:
             raise FileNotFoundError("prometheus")
@@ -124,7 +127,8 @@ class Prometheus:
         config = workdir / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: vllm\n    static_configs:\n"
+            + (f"rule_files: [{json.dumps(str(rules))}]\n" if rules else "")
+            + "scrape_configs:\n  - job_name: vllm\n    static_configs:\n"
             f"      - targets: {json.dumps(targets)}\n"
         )
         self.log = open(workdir / "prometheus.log", "wb")

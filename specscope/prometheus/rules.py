@@ -87,45 +87,45 @@ def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
     rec = {r["record"].split(":")[2]: r["record"] for r in recording}
     span = cfg["collapse_window"]
 
-    def runbook(what: str) -> str:
-        return (
-            f"Run `specscope pull --prometheus <this Prometheus> --since 1h` then "
-            f"`specscope detect`: it checks {what}."
-        )
+    def runbook(alert: str) -> str:
+        # A section of docs/runbooks.md, under the base the operator hosts it at.
+        return f"{cfg['runbook_base']}#{alert.lower()}"
 
+    # Who and how much: the server, model and engine from the alert's labels, and the
+    # value of its expression (the left side of an `and` is what an alert's $value holds).
+    where = "{{ $labels.instance }} ({{ $labels.model_name }}, engine {{ $labels.engine }})"
+    zero_max = config["zero_acceptance"]["max_rate"]
+    low = cfg["low_acceptance_rate"]
+    ratio = config["concurrency_collapse"]["max_ratio"]
     alerts = [
         {
             "alert": "SpecDecodeZeroAcceptance",
-            "expr": f"{rec['drafts']} > 0 and {rec['acceptance_rate']} <= "
-            f"{config['zero_acceptance']['max_rate']}",
+            "expr": f"{rec['acceptance_rate']} <= {zero_max} and {rec['drafts']} > 0",
             "for": cfg["zero_for"],
             "labels": {"severity": "critical"},
             "annotations": {
-                "summary": "Speculative decoding drafts but accepts (almost) nothing",
-                "description": "Draft tokens are proposed and verified but at most "
-                f"{config['zero_acceptance']['max_rate']:.0%} are accepted: every draft is "
-                "wasted work. Typical causes: an MTP head on an INT4-quantized target, a draft "
-                "model of another family, an unloaded head.",
-                "runbook": runbook(
-                    "the run's quantization, method and drafter events (zero_acceptance)"
-                ),
+                "summary": f"Speculative decoding on {where} accepts (almost) no draft token",
+                "description": "Acceptance is {{ $value | humanizePercentage }} of draft tokens "
+                f"(at most {zero_max:.0%}) while drafting goes on: every draft is wasted work. "
+                "Typical causes: an MTP head on an INT4-quantized target, a draft model of "
+                "another family, an unloaded head. To confirm: specscope pull --since 1h, "
+                "then specscope detect (zero_acceptance).",
+                "runbook_url": runbook("SpecDecodeZeroAcceptance"),
             },
         },
         {
             "alert": "SpecDecodeLowAcceptance",
-            "expr": f"{rec['drafts']} > 0 and {rec['acceptance_rate']} < "
-            f"{cfg['low_acceptance_rate']} and {rec['acceptance_rate']} > "
-            f"{config['zero_acceptance']['max_rate']}",
+            "expr": f"{rec['acceptance_rate']} < {low} and {rec['acceptance_rate']} > "
+            f"{zero_max} and {rec['drafts']} > 0",
             "for": cfg["low_for"],
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": "Speculative decoding acceptance is low",
-                "description": f"Less than {cfg['low_acceptance_rate']:.0%} of draft tokens "
-                "are accepted: drafting may cost more than it saves.",
-                "runbook": runbook(
-                    "acceptance against what the method usually reaches, the "
-                    "per-position curve and k (low_acceptance, k_too_large)"
-                ),
+                "summary": f"Speculative decoding acceptance is low on {where}",
+                "description": "Acceptance is {{ $value | humanizePercentage }} of draft tokens "
+                f"(below {low:.0%}): drafting may cost more than it saves. To confirm: "
+                "specscope pull --since 1h, then specscope detect (low_acceptance, "
+                "k_too_large) and specscope advise.",
+                "runbook_url": runbook("SpecDecodeLowAcceptance"),
             },
         },
         {
@@ -133,20 +133,19 @@ def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
             "expr": (
                 f"(sum_over_time({rec['accepted_tokens_several_running']}[{span}]) / "
                 f"sum_over_time({rec['draft_tokens_several_running']}[{span}])) < "
-                f"{config['concurrency_collapse']['max_ratio']} * "
+                f"{ratio} * "
                 f"(sum_over_time({rec['accepted_tokens_one_running']}[{span}]) / "
                 f"sum_over_time({rec['draft_tokens_one_running']}[{span}]))"
             ),
             "for": cfg["collapse_for"],
             "labels": {"severity": "critical"},
             "annotations": {
-                "summary": "Acceptance collapses when requests share a batch",
-                "description": "With two or more requests running, acceptance is below "
-                f"{config['concurrency_collapse']['max_ratio']:.0%} of what it is with one.",
-                "runbook": runbook(
-                    "acceptance at one request against two or more, with "
-                    "intervals (concurrency_collapse)"
-                ),
+                "summary": f"Acceptance collapses on {where} when requests share a batch",
+                "description": "With two or more requests running, acceptance is "
+                "{{ $value | humanizePercentage }}, below "
+                f"{ratio:.0%} of what it is with one. To confirm: specscope pull "
+                f"--since {span}, then specscope detect (concurrency_collapse).",
+                "runbook_url": runbook("SpecDecodeConcurrencyCollapse"),
             },
         },
         {
@@ -156,10 +155,10 @@ def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
             "for": cfg["kv_for"],
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": "KV cache full with requests waiting",
-                "description": "The KV cache is nearly full and requests queue: slowness here "
-                "is memory, not speculation.",
-                "runbook": runbook("KV cache usage against the queue (kv_cache_saturation)"),
+                "summary": f"KV cache full with requests waiting on {where}",
+                "description": "The KV cache is {{ $value | humanizePercentage }} full and "
+                "requests queue: slowness here is memory, not speculation.",
+                "runbook_url": runbook("KVCacheSaturatedWithQueue"),
             },
         },
     ]
