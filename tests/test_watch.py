@@ -84,7 +84,7 @@ def test_watch_follows_a_log_as_it_is_written(tmp_path):
         screen.wait_for("0.0%", 5)  # within an interval or so
         screen.wait_for("acceptance_drift", 10)  # the detector notices
         proc.send_signal(signal.SIGINT)
-        out = screen.wait_for("watched", 10)
+        out = screen.wait_for("specscope advise --run", 20)
         assert proc.wait(timeout=10) == 0
         assert "intervals, acceptance" in out
     finally:
@@ -92,6 +92,15 @@ def test_watch_follows_a_log_as_it_is_written(tmp_path):
             proc.kill()
         os.close(main)
     assert (tmp_path / "store" / "specscope.json").is_file()  # --store kept what it saw
+    # The run the findings named, by the name the store gives it (advise --run takes it).
+    import re
+
+    import specscope
+
+    named = re.search(r"specscope advise --run (\S+)\)", out)
+    assert named is not None, out
+    runs = specscope.open_store(tmp_path / "store").runs.collect()["run_id"].to_list()
+    assert named.group(1) in runs
 
 
 def test_followed_log_rotation(tmp_path):

@@ -32,7 +32,7 @@ from specscope.analysis.findings import Finding
 from specscope.cli.render import finding_text
 from specscope.errors import InputMissingError
 from specscope.logs.follow import FollowedLog, FollowedStream
-from specscope.logs.ingest import frames
+from specscope.logs.ingest import IngestReport, frames
 from specscope.logs.parser import LineParser
 from specscope.prometheus.intervals import intervals
 from specscope.prometheus.scrape import Poller
@@ -221,20 +221,40 @@ def watch(
     except KeyboardInterrupt:
         pass
     rate, tau, _ = _rate(snap.spec)
+    stored: str | None = None
     if store is not None and not watcher.is_url:
         from specscope.logs.ingest import ingest
 
         if watcher.spool is not None:
-            _ingest_spooled(watcher.spool, store)
+            report = _ingest_spooled(watcher.spool, store)
         else:
-            ingest(source, store=store)
-    return (
+            report = ingest(source, store=store)
+        stored = next((s.source_id for s in report.sources if s.source_id), None)
+    summary = (
         f"watched {source}: {_of(snap.spec.height, 'interval')}, acceptance {_pct(rate)}, "
         f"mean acceptance length {_num(tau)}, {_of(len(watcher.seen), 'finding')}"
     )
+    return summary + _store_names(watcher, stored)
 
 
-def _ingest_spooled(spool: BinaryIO, store: str | os.PathLike[str]) -> None:
+def _store_names(watcher: Watcher, stored: str | None) -> str:
+    """The store's names for the runs the findings named. A watch names runs before the
+    log is whole, and a log's id in the store is the hash of its bytes when it is
+    ingested: the same run (the same place in the log) has its number in both."""
+    runs = sorted({run for _, run in watcher.seen if run}, key=_ordinal)
+    if not runs:
+        return ""
+    if stored is None:
+        return " (run ids are the watch's own: --store names them in a store)"
+    named = ", ".join(f"{run} is {stored}-{_ordinal(run)}" for run in runs)
+    return f"; in the store {named} (specscope advise --run {stored}-{_ordinal(runs[0])})"
+
+
+def _ordinal(run_id: str) -> int:
+    return int(run_id.rsplit("-", 1)[1])
+
+
+def _ingest_spooled(spool: BinaryIO, store: str | os.PathLike[str]) -> IngestReport:
     """What came on standard input, ingested as standard input (``<stdin>``): the ingest
     reads ``sys.stdin``, which the watch has drained, so the spool stands in for it."""
     from specscope.logs.ingest import ingest
@@ -244,7 +264,7 @@ def _ingest_spooled(spool: BinaryIO, store: str | os.PathLike[str]) -> None:
     held = sys.stdin
     sys.stdin = io.TextIOWrapper(spool, encoding="utf-8", errors="replace")
     try:
-        ingest("-", store=store)
+        return ingest("-", store=store)
     finally:
         sys.stdin = held
 
