@@ -3,14 +3,18 @@ within one interval, findings appear, Ctrl-C ends it with a one-line summary."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
+import specscope
 from specscope.logs.follow import FollowedLog
 
 from .loglines import spec, stats
@@ -45,30 +49,16 @@ def _read_until(fd: int, needle: str, timeout: float, seen: str = "") -> str:
     raise AssertionError(f"{needle!r} did not show within {timeout} s; saw: {seen[-2000:]!r}")
 
 
-def test_watch_follows_a_log_as_it_is_written(tmp_path):
-    log = tmp_path / "server.log"
-    log.write_text("\n".join([stats(1), spec(1, 100, [50, 25])]) + "\n")
+@contextlib.contextmanager
+def _watching(*args: str, pipe: bool = False) -> Iterator[tuple[subprocess.Popen, _Screen]]:
+    """``specscope watch ARGS`` on a pseudo-terminal (and, with ``pipe``, its standard
+    input a pipe the test writes to); killed if a test leaves it running."""
     main, child = pty.openpty()
-    env = {
-        **os.environ,
-        "COLUMNS": "120",
-        "LINES": "40",
-        "TERM": "xterm",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = {**os.environ, "COLUMNS": "120", "LINES": "40", "TERM": "xterm"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "specscope",
-            "watch",
-            str(log),
-            "--interval",
-            "0.3s",
-            "--store",
-            str(tmp_path / "store"),
-        ],
-        stdin=child,
+        [sys.executable, "-m", "specscope", "watch", *args, "--interval", "0.3s"],
+        stdin=subprocess.PIPE if pipe else child,
         stdout=child,
         stderr=child,
         env=env,
@@ -76,7 +66,17 @@ def test_watch_follows_a_log_as_it_is_written(tmp_path):
     )
     os.close(child)
     try:
-        screen = _Screen(main)
+        yield proc, _Screen(main)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+
+
+def test_watch_follows_a_log_as_it_is_written(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([stats(1), spec(1, 100, [50, 25])]) + "\n")
+    with _watching(str(log), "--store", str(tmp_path / "store")) as (proc, screen):
         screen.wait_for("37.5%", 30)  # 75 of 200 draft tokens
         with open(log, "a") as f:  # the server writes on: acceptance drops to nothing
             for i in range(2, 12):
@@ -87,16 +87,8 @@ def test_watch_follows_a_log_as_it_is_written(tmp_path):
         out = screen.wait_for("specscope advise --run", 20)
         assert proc.wait(timeout=10) == 0
         assert "intervals, acceptance" in out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(main)
     assert (tmp_path / "store" / "specscope.json").is_file()  # --store kept what it saw
     # The run the findings named, by the name the store gives it (advise --run takes it).
-    import re
-
-    import specscope
-
     named = re.search(r"specscope advise --run (\S+)\)", out)
     assert named is not None, out
     runs = specscope.open_store(tmp_path / "store").runs.collect()["run_id"].to_list()
@@ -120,22 +112,8 @@ def test_watch_reads_a_pipe(tmp_path):
     """``docker logs -f vllm | specscope watch -``: records show as they come down the pipe,
     a quiet pipe does not hold the view, the watch ends when the writer closes it, and
     --store keeps what came, as standard input."""
-    main, child = pty.openpty()
-    env = {**os.environ, "COLUMNS": "120", "LINES": "40", "TERM": "xterm"}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    command = [sys.executable, "-m", "specscope", "watch", "-", "--interval", "0.3s"]
-    proc = subprocess.Popen(
-        [*command, "--store", str(tmp_path / "store")],
-        stdin=subprocess.PIPE,
-        stdout=child,
-        stderr=child,
-        env=env,
-        close_fds=True,
-    )
-    os.close(child)
-    assert proc.stdin is not None
-    try:
-        screen = _Screen(main)
+    with _watching("-", "--store", str(tmp_path / "store"), pipe=True) as (proc, screen):
+        assert proc.stdin is not None
         proc.stdin.write(("\n".join([stats(1), spec(1, 100, [50, 25])]) + "\n").encode())
         proc.stdin.flush()
         screen.wait_for("37.5%", 30)  # 75 of 200 draft tokens, the pipe still open
@@ -145,15 +123,9 @@ def test_watch_reads_a_pipe(tmp_path):
         out = screen.wait_for("watched -", 20)
         assert proc.wait(timeout=20) == 0
         assert "4 intervals" in out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(main)
-    import specscope
-
-    sources = specscope.open_store(tmp_path / "store").sources.collect()
-    assert sources["path"].to_list() == ["-"]
-    assert specscope.open_store(tmp_path / "store").spec_decode.collect().height == 4
+    store = specscope.open_store(tmp_path / "store")
+    assert store.sources.collect()["path"].to_list() == ["-"]
+    assert store.spec_decode.collect().height == 4
 
 
 def test_followed_stream_reads_what_is_there_without_waiting(tmp_path):
