@@ -29,6 +29,7 @@ class Advice:
     curve: list[dict[str, float]] = field(default_factory=list)
     best_k: int = 0
     drafts: int = 0
+    pays: bool = True  # does any k' beat no speculation (a speedup above 1)?
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -56,10 +57,19 @@ def advice_of(ev: Evidence, cost: float | None = None) -> list[Advice]:
         c, why = cost_ratio(ev.config, method, cost)
         block = DRAFTER_KINDS.get(method or "") == "block"
         curve = k_curve(a, c, block)
-        best = max(curve, key=lambda p: p["speedup"])["k"]
+        best = max(curve, key=lambda p: p["speedup"])
         out.append(
             Advice(
-                run_id, method, len(a), c, why, block, curve, int(best), int(agg.get("drafts") or 0)
+                run_id,
+                method,
+                len(a),
+                c,
+                why,
+                block,
+                curve,
+                int(best["k"]),
+                int(agg.get("drafts") or 0),
+                pays=best["speedup"] > 1.0,
             )
         )
     return out
@@ -81,9 +91,16 @@ def advice_text(items: list[Advice]) -> str:
             f"c={a.cost_ratio} {a.cost_source}; {a.drafts:,} drafts)"
         )
         lines.append("    k'    tau    speedup")
+        lines.append(f"  {0:4d}  {1.0:5.2f}  {1.0:7.3f}  (no speculation)")
         for p in a.curve:
-            mark = "  <- best" if p["k"] == a.best_k else ""
+            mark = ("  <- best" if a.pays else "  <- least loss") if p["k"] == a.best_k else ""
             lines.append(f"  {int(p['k']):4d}  {p['tau']:5.2f}  {p['speedup']:7.3f}{mark}")
+        if not a.pays:
+            lines.append(
+                f"  speculation does not pay here: at c={a.cost_ratio} no k' is faster than "
+                "none. Turn it off for this workload, or find a drafter that is accepted "
+                "more or costs less (--cost-ratio if c is not what the drafter costs)."
+            )
     return "\n".join(lines)
 
 

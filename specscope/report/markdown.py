@@ -139,12 +139,17 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     for p in report.per_position:
         rates = " ".join(f"{a:.3f}" if a is not None else "–" for a in p["per_position"])
         advice = next((a for a in report.advice if a["run_id"] == p["run"]), None)
-        hint = (
-            f" Best k by the cost model: **{advice['best_k']}** "
-            f"(c={advice['cost_ratio']}, {md(advice['cost_source'])})."
-            if advice
-            else ""
-        )
+        hint = ""
+        if advice and advice.get("pays", True):
+            hint = (
+                f" Best k by the cost model: **{advice['best_k']}** "
+                f"(c={advice['cost_ratio']}, {md(advice['cost_source'])})."
+            )
+        elif advice:
+            hint = (
+                " By the cost model no k is faster than speculation off "
+                f"(c={advice['cost_ratio']}, {md(advice['cost_source'])}): **it does not pay**."
+            )
         parts.append(f"- **{md(p['label'])}** ({md(p['drafts'])} drafts): {rates}.{hint}")
     if report.advice:
         table = ["| run | k′ | τ(k′) | speedup |", "|---|---|---|---|"]
