@@ -74,3 +74,31 @@ def test_every_declared_dependency_is_imported():
     used = {_name(DISTRIBUTION.get(top, top)) for top in _imported()}
     unused = {_name(r) for r in PROJECT["dependencies"]} - used
     assert unused == set()
+
+
+def test_no_user_facing_text_names_the_projects_own_fixtures():
+    """What specscope prints cites public reports, not this repository's test files
+    ("seed 003", "fixtures/..."): a user has neither."""
+    import re
+
+    pattern = re.compile(r"\bseeds? \d{3}\b|fixtures/")
+    found = []
+    for path in sorted((ROOT / "specscope").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and pattern.search(node.value)
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

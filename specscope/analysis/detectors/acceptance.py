@@ -114,7 +114,8 @@ def _why_zero(ev: Evidence, run_id: str, run: Mapping[str, Any]) -> tuple[str, s
             f"Drafting happens but nothing is accepted, on a quantized target ({quant}) with "
             f"{head}: the known INT4 breakage. The head predicts from the full-precision "
             "model's hidden states; the quantized target's logits differ enough that its "
-            "drafts never match (seed 003: 0.0% on every INT4 quant, 85.8% on BF16).",
+            "drafts never match (reported for Qwen3.5 MTP on vLLM 0.19: 0.0% on every INT4 "
+            "quant, 85.8% on BF16).",
             "serve the BF16 or FP8 checkpoint (or a quantization that keeps the MTP layer in "
             "high precision), or turn speculation off for this model",
         )
@@ -136,7 +137,8 @@ def _why_zero(ev: Evidence, run_id: str, run: Mapping[str, Any]) -> tuple[str, s
             "Drafting happens but nothing is accepted, with an MTP head (the run, or the "
             "launch before it in this log, loaded one). On an INT4-quantized target (AWQ, "
             "GPTQ, NVFP4, AutoRound) this is the known breakage: the head's drafts never match "
-            "the quantized model (seed 003: 0.0% on every quant, 85.8% on BF16). The log "
+            "the quantized model (reported for Qwen3.5 MTP on vLLM 0.19: 0.0% on every quant, "
+            "85.8% on BF16). The log "
             "does not say the quantization.",
             "if the target is quantized, serve the BF16 or FP8 checkpoint; re-ingest with "
             "--set quantization=... to record it; otherwise check the MTP weights are loaded",

@@ -26,7 +26,7 @@ _EVENT_SEVERITY = {
 _EVENT_TEXT = {
     "tensor_size_mismatch": (
         "a tensor size mismatch: a draft model whose hidden size differs "
-        "from the target's (seed 000: 5120 against 4096)",
+        "from the target's (as in a reported 5120 against 4096)",
         "use a draft of the target's own family and size, or its MTP head",
     ),
     "v0_fallback": (

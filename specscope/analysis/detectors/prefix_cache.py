@@ -51,8 +51,8 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
                     rows_on,
                     explanation=f"With prefix caching on, {method} on {model} accepts "
                     f"{on['rate']:.1%}; with it off, {off['rate']:.1%}. Cached prefixes feed "
-                    "the drafter hidden states it did not compute itself (seed 002: turning "
-                    "caching off lifted DFlash from 20% to 30-35%).",
+                    "the drafter hidden states it did not compute itself (reported for DFlash "
+                    "on vLLM: turning caching off lifted it from 20% to 30-35%).",
                     next_step="serve with --no-enable-prefix-caching while this is open, and "
                     "report the pair of runs upstream",
                     measured={"rate_caching_on": on["rate"], "rate_caching_off": off["rate"]},
