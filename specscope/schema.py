@@ -43,6 +43,9 @@ SPEC_DECODE = pa.schema(
         pa.field("stats_line", pa.int64()),  # line of the engine_stats record it follows
         pa.field("problems", pa.string()),  # fields that did not read, and why
         pa.field("extra", pa.string()),  # JSON of fields no definition knows (fork additions)
+        # Drafts that reached position i, where an engine counts them (TensorRT-LLM, vLLM's
+        # per-position drafted counter): the per-position denominators when k varies.
+        pa.field("drafted_per_pos", pa.list_(pa.int64())),
     ]
 )
 

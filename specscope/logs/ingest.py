@@ -374,6 +374,12 @@ def _ingest_parsed(
                 + (f" and {more} more" if more else "")
                 + f" over the {size_text(max_line_bytes())} line limit not read"
             )
+        if result.skipped:  # what was there but not kept says more than the formats do
+            skip = min(result.skipped, key=lambda s: s.line)
+            more = len(result.skipped) - 1
+            held += f"; line {skip.line} skipped: {skip.reason}" + (
+                f" (and {more} more skipped)" if more else ""
+            )
         raise NoTelemetryError(
             f"no speculative-decoding telemetry found in {result.lines} lines{held} "
             f"(formats known: {', '.join(names)}; `specscope formats --samples` shows them)",

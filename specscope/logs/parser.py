@@ -41,6 +41,7 @@ from specscope.logs.limits import (
     max_line_bytes,
     refresh,
 )
+from specscope.logs.pasted import Pastes
 from specscope.logs.pyrepr import parse_key_values, parse_python_dict
 from specscope.logs.results import BulkRow, ParseResult, Row, Run, Skip
 from specscope.logs.wrapped import Block, Breaks, Origin, Pending, PendingConfig, Piece, line_at
@@ -67,6 +68,7 @@ class LineParser:
         self._cumulative: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._run: Run | None = None
         self.patches: list[tuple[str, BulkRow]] = []  # bulk records a later line completed
+        self._pastes = Pastes(self.grammar.definitions, self)  # pasted /metrics text
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -88,6 +90,14 @@ class LineParser:
         self._run = Run(ordinal=len(self.runs) + 1, first_line=line, last_line=line)
         self.runs.append(self._run)
         return self._run
+
+    def paste_run(self, line: int) -> Run:
+        """A run for pasted counters: their totals are no interval of the log around them,
+        so they take no record of it (and the log's next record opens a run)."""
+        self._finish_pending()
+        run = self._new_run(line)
+        run.from_block = True
+        return run
 
     def _see_process(self, env: Envelope, line: int) -> None:
         if env.proc is None or env.pid is None:
@@ -188,6 +198,8 @@ class LineParser:
         self.lines = max(self.lines, line)
         if not raw or raw.isspace():
             return  # a blank line changes nothing held (a record goes on after it)
+        if self._pastes.wants(raw) and self._pastes.take(line, raw):
+            return
         if raw.startswith("{") and self.grammar.json_docs and self.feed_json(line, raw):
             return
         for part in raw.split("\r"):
@@ -358,6 +370,7 @@ class LineParser:
         self._finish_pending()
         self._finish_block()
         self._finish_config()
+        self._pastes.close()
         runs = [r for r in self.runs if r.used]
         return ParseResult(
             self.tables, runs, self.skipped, self.lines, self.telemetry_lines, self.patches

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from specscope.errors import PrometheusError, UsageError
+from specscope.exposition import Sample, parse_sample
 from specscope.prometheus.answers import MAX_LABEL_VALUE, MAX_LABELS, labels_fit
 from specscope.prometheus.http import (
     DEFAULT_MAX_BODY_MB,
@@ -40,8 +41,6 @@ from specscope.store.sources import source_id as new_source_id
 
 _WANTED = set(SERIES_NAMES)
 
-Sample = tuple[str, dict[str, str], float]
-
 
 def read_metrics(text: str, instance: str) -> list[Sample]:
     """The samples specscope reads from one exposition, as (name, labels, value); a series
@@ -49,16 +48,12 @@ def read_metrics(text: str, instance: str) -> list[Sample]:
     return list(_samples(text.encode(), instance, [0]))
 
 
-# The text format (version 0.0.4): ``name{label="value",...} value [timestamp]``. Only the
-# lines of the series specscope reads are parsed (a /metrics body is mostly histograms);
-# the others are skipped on their name. prometheus_client's parser builds every sample of
-# a family before it yields one: 300 MB and 10 s for 10^5 samples of one counter.
+# The text format (version 0.0.4), a line at a time by ``parse_sample`` (pasted text is read
+# with it too). Only the lines of the series specscope reads are parsed (a /metrics body is
+# mostly histograms); the others are skipped on their name. prometheus_client's parser
+# builds every sample of a family before it yields one: 300 MB and 10 s for 10^5 samples of
+# one counter.
 _NAME = re.compile(rb"[ \t]*([a-zA-Z_:][a-zA-Z0-9_:]*)")
-_LINE = re.compile(
-    r"([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(?:\{(.*)\})?[ \t]*([^ \t{}]+)(?:[ \t]+\S+)?[ \t]*"
-)
-_PAIR = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*(,|$)')
-_ESCAPE = re.compile(r"\\(.)")
 _WANTED_RAW = frozenset(
     spelling.encode() for name in SERIES_NAMES for spelling in (name, name.replace(":", "_", 1))
 )
@@ -77,7 +72,7 @@ def _samples(body: bytes | bytearray, instance: str, long_labels: list[int]) -> 
             continue
         if first or (name is not None and name[1] in _WANTED_RAW):
             line = bytes(body[pos:end]).decode("utf-8", errors="replace")
-            sample = _parse(line.strip())
+            sample = parse_sample(line.strip())
             if sample is None:
                 raise PrometheusError(f"not a Prometheus text exposition: {line[:80]!r}")
             first = False
@@ -88,37 +83,6 @@ def _samples(body: bytes | bytearray, instance: str, long_labels: list[int]) -> 
                 else:
                     long_labels[0] += 1
         pos = end + 1
-
-
-def _parse(line: str) -> Sample | None:
-    """A sample line as (name, labels, value); None when it is not one."""
-    match = _LINE.fullmatch(line)
-    if match is None:
-        return None
-    name, text, number = match.groups()
-    labels: dict[str, str] = {}
-    at = 0
-    while text and at < len(text):
-        pair = _PAIR.match(text, at)
-        if pair is None:
-            if text[at:].strip():
-                return None
-            break
-        key, value, comma = pair.groups()
-        labels[key] = _ESCAPE.sub(_unescape, value) if "\\" in value else value
-        at = pair.end()
-        if not comma:
-            break
-    if text and at < len(text) and text[at:].strip():
-        return None
-    try:
-        return name, labels, float(number)
-    except ValueError:
-        return None
-
-
-def _unescape(match: re.Match[str]) -> str:
-    return "\n" if match[1] == "n" else match[1]
 
 
 class Poller:
