@@ -209,6 +209,36 @@ def _later(line: str, by: timedelta) -> str:
     return _STAMP.sub(shift, line)
 
 
+class Prefixed:
+    """A text stream that puts a container runtime's timestamp before every line (the
+    size counted is the log's own, as a container would get it)."""
+
+    def __init__(self, out: IO[str], kind: str) -> None:
+        self.out, self.kind, self.second, self.open = out, kind, 0, False
+        self.start = datetime(2026, 11, 24, 10, 0, 0)
+
+    def _stamp(self) -> str:
+        self.second += 1
+        t = self.start + timedelta(milliseconds=self.second)
+        text = t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.second % 10**9:09d}Z "
+        return text + "stdout F " if self.kind == "cri" else text
+
+    def write(self, text: str) -> int:
+        lines = text.split("\n")
+        out = []
+        for i, line in enumerate(lines):
+            last = i == len(lines) - 1
+            if line and not self.open:
+                out.append(self._stamp())
+            out.append(line)
+            self.open = bool(line) or (self.open and last)
+            if not last:
+                out.append("\n")
+                self.open = False
+        self.out.write("".join(out))
+        return len(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="100M", help="1G, 300M, ... (uncompressed)")
@@ -224,6 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         "of plain variant-D records",
     )
     parser.add_argument("--runs", type=int, default=8, help="server restarts (--shape server)")
+    parser.add_argument(
+        "--prefix",
+        choices=("none", "docker", "cri"),
+        default="none",
+        help="every line behind a container timestamp: docker: `docker logs -t` and "
+        "`kubectl logs --timestamps` (RFC 3339, nanoseconds); cri: the CRI log format "
+        "(timestamp, stream, F)",
+    )
     args = parser.parse_args(argv)
     size = parse_size(args.size)
     if args.shape == "server":
@@ -233,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
 
     else:
         writer = write_steady if args.shape == "steady" else write
+    if args.prefix != "none":
+        inner = writer
+
+        def writer(out: IO[str], size: int, seed: int) -> int:
+            return inner(Prefixed(out, args.prefix), size, seed)
+
     if args.gz:
         with gzip.open(args.out, "wt", compresslevel=1) as f:
             written = writer(f, size, args.seed)

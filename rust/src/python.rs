@@ -113,8 +113,14 @@ struct Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    fn new(path: &str, block_bytes: usize, line_limit: usize, gzip_allowed: u64) -> PyResult<Self> {
-        let inner = BlockReader::open(path, block_bytes, line_limit, gzip_allowed)
+    fn new(
+        path: &str,
+        block_bytes: usize,
+        block_lines: usize,
+        line_limit: usize,
+        gzip_allowed: u64,
+    ) -> PyResult<Self> {
+        let inner = BlockReader::open(path, block_bytes, block_lines, line_limit, gzip_allowed)
             .map_err(|e| PyOSError::new_err(e.to_string()))?;
         Ok(Reader { inner })
     }

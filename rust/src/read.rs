@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 
 use flate2::bufread::GzDecoder;
-use memchr::{memchr, memrchr};
+use memchr::{memchr, memchr_iter, memrchr};
 
 const CHUNK: usize = 1 << 20;
 
@@ -113,6 +113,8 @@ impl LineCap {
 pub struct BlockReader {
     input: Input,
     block_bytes: usize,
+    block_lines: usize, // a block of blank lines would cost Python 8 bytes a line
+    pending_lines: usize,
     pending: Vec<u8>,
     cap: LineCap,
     chunk: Vec<u8>,
@@ -124,6 +126,7 @@ impl BlockReader {
     pub fn open(
         path: &str,
         block_bytes: usize,
+        block_lines: usize,
         line_limit: usize,
         gzip_allowed: u64,
     ) -> io::Result<Self> {
@@ -145,6 +148,8 @@ impl BlockReader {
         Ok(BlockReader {
             input,
             block_bytes: block_bytes.max(1),
+            block_lines: block_lines.max(1),
+            pending_lines: 0,
             pending: Vec::with_capacity(block_bytes + CHUNK),
             cap: LineCap::new(line_limit),
             // Blocks of about `block_bytes`, not of a chunk, when they are smaller.
@@ -157,16 +162,26 @@ impl BlockReader {
     /// The next block (whole lines, but for the last), `None` at the end.
     pub fn next_block(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
         loop {
-            if self.pending.len() >= self.block_bytes {
-                if let Some(i) = memrchr(b'\n', &self.pending) {
-                    let rest = self.pending.split_off(i + 1);
-                    let block = std::mem::replace(&mut self.pending, rest);
-                    self.cap.shift(block.len());
-                    self.long.append(&mut self.cap.long);
-                    return Ok(Some(block));
-                }
+            let cut = if self.pending_lines > self.block_lines {
+                memchr_iter(b'\n', &self.pending).nth(self.block_lines - 1)
+            } else if self.pending.len() >= self.block_bytes {
+                memrchr(b'\n', &self.pending)
+            } else {
+                None
+            };
+            if let Some(i) = cut {
+                let rest = self.pending.split_off(i + 1);
+                let block = std::mem::replace(&mut self.pending, rest);
+                self.pending_lines = memchr_iter(b'\n', &self.pending).count();
+                self.cap.shift(block.len());
+                self.long.append(&mut self.cap.long);
+                return Ok(Some(block));
             }
+            let before = self.pending.len();
             let n = self.fill()?;
+            // The cap may have taken back the start of a line too long (it held no \n).
+            let from = before.min(self.pending.len());
+            self.pending_lines += memchr_iter(b'\n', &self.pending[from..]).count();
             if n == 0 {
                 self.cap.finish(&self.pending);
                 self.long.append(&mut self.cap.long);

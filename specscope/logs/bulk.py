@@ -18,6 +18,7 @@ says which (``ParseResult.scanner``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -35,11 +36,13 @@ from specscope.logs.results import BulkRow, ParseResult
 from specscope.logs.source import Source
 from specscope.logs.staging import Stage, detach
 
-# polars pays per call above, memory grows with it below (22 MB per MB of block); the
-# compiled scanner holds less per line, but a block of blank lines costs numpy (``pieces``)
-# 8 bytes a line: 16 MB blocks of them peaked at 392 MB.
+# polars pays per call above, memory grows with it below (22 MB per MB of block). The
+# compiled scanner's blocks are the same size: peak RSS on 100 MB of server log was 252,
+# 282 and 348 MB with 3, 6 and 10 MB blocks (the typed records and the stage's frames of
+# two blocks in flight), for no reliable gain in time. Its reader also cuts a block at
+# ``BLOCK_LINES`` lines (a block of blank lines costs ``pieces`` 8 bytes a line).
 BLOCK_BYTES = 3 << 20
-CORE_BLOCK_BYTES = 3 << 20
+CORE_BLOCK_BYTES = BLOCK_BYTES
 Progress = Callable[[int], None]  # told the bytes of text read so far
 
 
@@ -62,7 +65,8 @@ def parse_source(
     plan = BulkGrammar(grammar)
     long = LongLines(max_line_bytes())
     if bulk and plan.usable and source.encoding() == "utf-8":
-        compiled = compiled and core.available()
+        # SPECSCOPE_CORE=0: the polars classifier (to compare, or should the core misread).
+        compiled = compiled and core.available() and os.environ.get("SPECSCOPE_CORE") != "0"
         size = block_bytes or (CORE_BLOCK_BYTES if compiled else BLOCK_BYTES)
         blocks = (core.blocks(source, size, long) if compiled else None) or source.blocks(
             size, long

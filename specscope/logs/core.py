@@ -14,7 +14,6 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterator
-from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.errors import InputBinaryError
+from specscope.logs.blocks import BLOCK_LINES
 from specscope.logs.bulkplan import (
     INNER_HEAD,
     PREFIX,
@@ -45,6 +45,8 @@ def _load() -> Any:
         return importlib.import_module("specscope._core")
     except ImportError:
         pass
+    from importlib import metadata
+
     try:
         files = metadata.distribution("specscope").files or []
     except metadata.PackageNotFoundError:
@@ -61,17 +63,23 @@ def _load() -> Any:
     return None  # a source tree nobody built: the polars classifier reads
 
 
-_core = _load()
+_core: Any = None
+_loaded = False
 
 
 def available() -> bool:
+    """Whether the compiled core is there (loaded on first asking: commands that read no
+    log, such as a pull, never load it)."""
+    global _core, _loaded
+    if not _loaded:
+        _core, _loaded = _load(), True
     return _core is not None
 
 
 def scanner(plan: BulkGrammar) -> Any:
     """What the definitions ask the core to find: their literals and the prefixes of them
     a cut line may end in, and each plain shape (its literal start and its regex)."""
-    assert _core is not None
+    assert available()
     return _core.Scanner(
         plan.literals,
         plan.prefixes,
@@ -193,10 +201,10 @@ def blocks(source: Source, size: int, long: LongLines) -> Iterator[bytes] | None
     """The source's content in blocks read by the core (a file on disk only; ``None``
     otherwise), as ``Source.blocks`` gives them: lines over the limit emptied and noted in
     ``long`` by where they are, a ``.gz`` inflated and refused past its allowance."""
-    if _core is None or source.path == STDIN:
+    if not available() or source.path == STDIN:
         return None
     allowed = gzip_allowance(source.size)
-    reader = _core.Reader(source.path, size, long.limit, allowed)
+    reader = _core.Reader(source.path, size, BLOCK_LINES, long.limit, allowed)
     return _read(reader, source, long, allowed)
 
 
