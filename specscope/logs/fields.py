@@ -171,8 +171,8 @@ def read_fields(defn: Definition, body: str) -> Reading:
         if last:
             reading.ends_whole = (
                 spec.complete is not None
+                and "list" not in spec.type  # (first: a list may be megabytes long)
                 and spec.complete.fullmatch(raw.strip()) is not None
-                and "list" not in spec.type
             )
         if last and (
             not whole
@@ -181,9 +181,9 @@ def read_fields(defn: Definition, body: str) -> Reading:
         ):
             reading.cut = True
             reading.dropped = f"{spec.label}: cut off at {raw[-20:]!r}"
-            reading.chars += len(_NUMBERS_AT_START.match(raw.strip()).group(0))
+            reading.chars += len(_NUMBERS_AT_START.match(raw.strip()[:_WHOLE_SPAN]).group(0))
             if "list" in spec.type:
-                reading.items += len([x for x in raw.split(",") if x.strip()])
+                reading.items += _items(raw)
             continue
         try:
             values[spec.column] = convert(spec, raw)
@@ -289,11 +289,33 @@ _NUMBERS_AT_START = regex.compile(r"[\d.,\s%]*(?:nan)?[\d.,\s%]*", regex.I)
 _MORE_OF_IT = regex.compile(r"(?:\s*,\s*(?:\d|nan)|\.?\d)", regex.I)
 
 
+# A complete value is far shorter than this (64 list entries take some 500 characters).
+# The regex module works on a copy of the string it is given, so a multi-megabyte value
+# (a list without its closing field, under a raised line limit) is looked at only this
+# far: each look would otherwise allocate megabytes that the allocator keeps.
+_WHOLE_SPAN = 1 << 16
+
+
+def _items(text: str) -> int:
+    """The items of a comma-separated list that hold something, counted one at a time (a
+    list may be megabytes long: splitting it would hold all of them at once)."""
+    count, start = 0, 0
+    while True:
+        end = text.find(",", start)
+        if (text[start:] if end < 0 else text[start:end]).strip():
+            count += 1
+        if end < 0:
+            return count
+        start = end + 1
+
+
 def _whole(pattern: regex.Pattern[str], value: str) -> bool:
     """The value starts with its complete form and what follows cannot be more of it
-    (prose after a record's last field is fine; ``, 0.5`` after ``0.730`` is not)."""
-    m = pattern.match(value)
-    return m is not None and _MORE_OF_IT.match(value, m.end()) is None
+    (prose after a record's last field is fine; ``, 0.5`` after ``0.730`` is not). A
+    value whose complete form runs past ``_WHOLE_SPAN`` is not whole."""
+    head = value[:_WHOLE_SPAN]
+    m = pattern.match(head)
+    return m is not None and _MORE_OF_IT.match(value[m.end() : m.end() + 256]) is None
 
 
 def unreadable(defn: Definition, reading: Reading, columns: Iterable[str]) -> list[str]:
