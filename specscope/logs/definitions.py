@@ -29,7 +29,8 @@ from specscope.schema import TABLES
 KINDS = ("envelope", "fields", "block", "json", "config", "event", "exposition")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
 COUNTS = ("interval", "cumulative")
-PARSE_MODES = ("python_dict", "key_value", None)
+# table, pairs: an author's comparison in a block (fields.read_table, fields.read_pairs)
+PARSE_MODES = ("python_dict", "key_value", "table", "pairs", None)
 
 
 @dataclass(frozen=True)

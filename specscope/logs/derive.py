@@ -7,11 +7,13 @@ the columns to set.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
+import regex as re
 
 from specscope.logs.pyrepr import literal, parse_key_values, parse_python_dict
 from specscope.vocabulary import DRAFTER_KINDS, normalise_method, quantization_from_model_name
@@ -117,6 +119,74 @@ def to_deltas(
         for c, value in now.items():
             if value is not None and before.get(c) is not None:
                 row[c] = value - before[c]
+
+
+# --- what an author states -------------------------------------------------------------
+# A comparison an author states (stated_speedup, stated_speedup_table) is kept in `bench` as
+# the author's measurement, never as telemetry: its speculative side in the column of its
+# measure, the baseline, unit and quoted words in `extra` under "stated".
+
+# What a unit measures and the bench column it goes to; seconds are for the same work,
+# so less is faster.
+_MEASURES = (
+    (r"(?:tok(?:en)?s?|t)\s*(?:/|per)\s*s(?:ec(?:ond)?s?)?|tps|tok/sec", "output_throughput"),
+    (r"req(?:uest)?s?\s*(?:/|per)\s*s(?:ec(?:ond)?)?", "request_throughput"),
+    (r"s|secs?|seconds?", "duration_s"),
+)
+
+
+def stated_measure(unit: str | None) -> str | None:
+    """The bench column a stated value of this unit belongs in; None for no known unit."""
+    if not unit:
+        return None
+    text = " ".join(unit.lower().split())
+    for pattern, column in _MEASURES:
+        if re.fullmatch(pattern, text):
+            return column
+    return None
+
+
+def _stated_number(raw: Any) -> float | None:
+    if isinstance(raw, int | float):
+        return float(raw)
+    if not isinstance(raw, str):
+        return None
+    try:
+        value = float(raw.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def stated_comparison(row: Row) -> Row:
+    """Speculation on against off as an author states it: the two values, with a unit of
+    one kind (a rate of tokens or requests, or seconds for the same work) or, for a table
+    whose author gave no unit, a rate checked against the author's own change column."""
+    quote = " ".join(str(row.pop("stated", "") or "").split())
+    spec = _stated_number(row.pop("stated_spec", None))
+    base = _stated_number(row.pop("stated_base", None))
+    units = [u for u in (row.pop("stated_unit", None), row.pop("stated_unit2", None)) if u]
+    rows = row.pop("stated_rows", None)
+    direction = row.pop("stated_direction", None)
+    offset = row.pop("stated_offset", None)
+    measures = {stated_measure(u) for u in units}
+    if not units and direction == "rate":
+        measures = {"output_throughput"}  # a rate the table's change column vouches for
+    row["speculative"] = True
+    # The quoted words, and how many lines after the record's first they are.
+    extra: dict[str, Any] = {"stated": quote} | ({"offset": offset} if offset else {})
+    if len(measures) != 1 or None in measures or spec is None or base is None:
+        said = ", ".join(units) or "no unit"
+        row["problems"] = f"a stated comparison whose values do not compare ({said})"
+    else:
+        measure = measures.pop()
+        assert measure is not None  # (None was ruled out above)
+        row[measure] = spec
+        extra |= {"baseline": base, "unit": units[0] if units else None, "measure": measure}
+    if rows:
+        extra["rows"] = rows
+    row["extra"] = json.dumps(extra, ensure_ascii=False)
+    return row
 
 
 # --- configuration ---------------------------------------------------------------------
@@ -237,6 +307,7 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "vllm_v0_spec_decode": vllm_v0_spec_decode,
     "spec_from_drafts": spec_from_drafts,
     "vllm_engine_stats": vllm_engine_stats,
+    "stated_comparison": stated_comparison,
 }
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
     "vllm_config": vllm_config,
@@ -251,5 +322,6 @@ __all__ = [
     "fill_drafts",
     "normalise_method",
     "quantization_from_model_name",
+    "stated_measure",
     "to_deltas",
 ]
