@@ -74,7 +74,6 @@ _NOT_READ = (
     "problems",
     "extra",
     "prompt_throughput",
-    "generation_throughput",
     "external_prefix_cache_hit_rate",
     "mm_cache_hit_rate",
     "cpu_prefix_cache_hit_rate",

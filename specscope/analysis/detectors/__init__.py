@@ -1,7 +1,8 @@
 """Every detector, run over one body of evidence: findings worst first.
 
 One module per family of question: ``acceptance`` (zero, low, too few drafts),
-``positions`` (cliff, k too large), ``load`` (concurrency, benchmarks, KV cache),
+``positions`` (cliff, k too large), ``load`` (concurrency, KV cache), ``speedup``
+(benchmarks, stated comparisons, launches without speculation),
 ``prefix_cache``, ``drift`` and ``events``. Each detector takes an ``Evidence`` and returns
 its findings; none reads a log or a server.
 """
@@ -15,9 +16,10 @@ from typing import Any
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.drift import drift
 from specscope.analysis.detectors.events import errors
-from specscope.analysis.detectors.load import concurrency, kv_saturation, no_speedup
+from specscope.analysis.detectors.load import concurrency, kv_saturation
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.detectors.prefix_cache import prefix_cache
+from specscope.analysis.detectors.speedup import no_speedup
 from specscope.analysis.evidence import Evidence, gather
 from specscope.analysis.findings import KINDS, Finding, Severity
 from specscope.store.reading import Store

@@ -1,5 +1,5 @@
-"""Acceptance and speed under load: collapse with concurrency, no speedup in a benchmark,
-a KV cache too full to take more sequences."""
+"""Acceptance under load: collapse with concurrency, a KV cache too full to take more
+sequences. (Whether speculation is faster at all: ``speedup``.)"""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from specscope.analysis.evidence import (
     confidence,
     counts_of,
     finding_for,
-    scalar,
     strength,
 )
-from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.analysis.findings import Finding, Severity
 from specscope.stats import wilson
 
 
@@ -95,59 +94,6 @@ def concurrency(ev: Evidence) -> list[Finding]:
                     level,
                     below_test(many, one, ("with two or more running", "with one")),
                     {"drafts": one["drafts"] + many["drafts"]},
-                ),
-            )
-        )
-    return out
-
-
-def no_speedup(ev: Evidence) -> list[Finding]:
-    out: list[Finding] = []
-    limit = ev.config["no_speedup"]["max_ratio"]
-    bench = ev.bench.filter(pl.col("output_throughput").is_not_null())
-    if bench.is_empty():
-        return out
-    spec_rows = bench.filter(pl.col("speculative").fill_null(False))
-    base_rows = bench.filter(~pl.col("speculative").fill_null(False))
-    for s in spec_rows.to_dicts():
-        peers = base_rows.filter(
-            (pl.col("max_concurrency") == s["max_concurrency"])
-            if s["max_concurrency"] is not None
-            else pl.col("max_concurrency").is_null()
-        )
-        if s.get("model"):
-            same = peers.filter(pl.col("model") == s["model"])
-            peers = same if same.height else peers
-        if peers.is_empty():
-            continue
-        baseline = scalar(peers["output_throughput"].max(), float)
-        ratio = s["output_throughput"] / baseline if baseline else None
-        if ratio is None or ratio > limit:
-            continue
-        out.append(
-            Finding(
-                kind="no_speedup",
-                severity=Severity.WARNING,
-                run_id=s["run_id"],
-                source=s["source"],
-                lines=(s["line"], s["end_line"]),
-                window=(None, None),
-                explanation="With speculation the benchmark produced "
-                f"{s['output_throughput']:,.0f} tok/s against {baseline:,.0f} without, at "
-                "concurrency "
-                f"{s['max_concurrency'] or 'unlimited'}: {ratio:.2f}x. At high batch the target is "
-                "no longer memory-bound, so verifying drafts costs more than it saves (seed 004: "
-                "batch 8 prose at 0.7x).",
-                next_step="keep speculation for low-concurrency traffic, lower k, or set "
-                "--speculative-disable-by-batch-size (V0) / serve two pools",
-                measured={"speedup": ratio, "output_throughput": s["output_throughput"]},
-                expected={"speedup above": limit, "baseline_output_throughput": baseline},
-                sample={"baseline_results": peers.height},
-                # One result each, no spread: the ratio's size is all there is to go on.
-                confidence=Confidence(
-                    "certain" if ratio <= 0.8 else "likely" if ratio <= 0.95 else "suggestive",
-                    f"one benchmark result against {peers.height}: {ratio:.2f}x",
-                    {"benchmark results": 1 + peers.height},
                 ),
             )
         )

@@ -1,0 +1,167 @@
+"""Speed compared by an author (a sentence, two lines, a table) or by two launches in one
+log: read as the author's claim, kept apart from telemetry, judged by no_speedup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import specscope
+from specscope.logs.definitions import load_definitions
+from specscope.logs.derive import stated_comparison
+from specscope.logs.parser import parse_text
+
+STATED = [d for d in load_definitions() if d.name.startswith("stated_")]
+
+
+def _findings(tmp_path: Path, text: str) -> list[specscope.Finding]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "paste.log"
+    log.write_text(text, encoding="utf-8")
+    store = tmp_path / "store"
+    specscope.ingest([log], store=store, year=2026)
+    return specscope.detect(specscope.open_store(store))
+
+
+def _slow(found: list[specscope.Finding]) -> list[specscope.Finding]:
+    return [f for f in found if f.kind == "no_speedup"]
+
+
+@pytest.mark.parametrize(
+    ("defn", "text"),
+    [
+        pytest.param(d, s.text, id=f"{d.name}-{i}")
+        for d in STATED
+        for i, s in enumerate(d.samples)
+        if not s.records
+    ],
+)
+def test_shapes_that_are_no_comparison_give_no_record(defn, text) -> None:
+    # A sample without records is a shape the definition must not read (tests/test_definitions
+    # checks only the samples that give records).
+    result = parse_text(text)
+    rows = [r for t in result.tables.values() for r in t if r.get("format") == defn.name]
+    assert rows == []
+
+
+def test_every_stated_definition_has_a_negative_sample() -> None:
+    assert len(STATED) == 3
+    assert all(any(not s.records for s in d.samples) for d in STATED)
+
+
+def test_a_stated_slowdown_is_suggestive_and_quotes_the_line(tmp_path) -> None:
+    text = "notes\nConsequence measured: decode 25 tps with spec vs 42.6 without.\n"
+    (slow,) = _slow(_findings(tmp_path, text))
+    assert slow.lines == (2, 2)
+    assert "25 tps with spec vs 42.6 without" in slow.explanation
+    assert slow.measured["speedup"] == pytest.approx(25 / 42.6)
+    assert slow.confidence is not None
+    assert slow.confidence.level == "suggestive"
+    assert any("author" in a for a in slow.confidence.assumptions)
+
+
+def test_a_stated_speedup_is_no_finding(tmp_path) -> None:
+    assert _slow(_findings(tmp_path, "We got 42.6 tps with MTP vs 25 without it.\n")) == []
+
+
+def test_seconds_for_the_same_work_divide_the_other_way(tmp_path) -> None:
+    slower = "The job takes 460 s with SD off, 1,800 s with SD on.\n"
+    (slow,) = _slow(_findings(tmp_path / "a", slower))
+    assert slow.measured["speedup"] == pytest.approx(460 / 1800)
+    assert (
+        _slow(_findings(tmp_path / "b", "It takes 1,800 s with SD off, 460 s with SD on.\n")) == []
+    )
+
+
+def test_stated_rows_are_not_paired_with_a_benchmark(tmp_path) -> None:
+    # A baseline benchmark block and a stated speculative speed far below it: the stated
+    # row is the author's, compared only with its own baseline (here: faster).
+    block = (
+        "============ Serving Benchmark Result ============\n"
+        "Successful requests:                     100\n"
+        "Maximum request concurrency:             1\n"
+        "Output token throughput (tok/s):         900.0\n"
+        "==================================================\n"
+    )
+    found = _findings(tmp_path, block + "Then 50 tok/s with MTP against 40 tok/s without.\n")
+    assert _slow(found) == []
+
+
+def test_a_bench_row_keeps_where_it_came_from(tmp_path) -> None:
+    log = tmp_path / "paste.log"
+    log.write_text(
+        "x\n| context | no speculation | MTP | change |\n|---|---|---|---|\n"
+        "| 1K | 40.0 | 50.0 | +25.0 % |\n| 32K | 30.0 | 9.0 | -70.0 % |\n"
+    )
+    specscope.ingest([log], store=tmp_path / "s", year=2026)
+    (row,) = specscope.open_store(tmp_path / "s").bench.collect().to_dicts()
+    said = json.loads(row["extra"])
+    assert row["format"] == "stated_speedup_table"
+    assert (row["line"], said["offset"]) == (2, 3)  # the header's line, the 32K row 3 below
+    assert row["output_throughput"] == 9.0 and said["baseline"] == 30.0
+    assert [p["row"] for p in said["rows"]] == ["1K", "32K"]
+
+
+def test_units_of_two_kinds_do_not_compare() -> None:
+    row = stated_comparison(
+        {
+            "stated": "x",
+            "stated_spec": "20",
+            "stated_unit": "tok/s",
+            "stated_base": "30",
+            "stated_unit2": "s",
+        }
+    )
+    assert row.get("output_throughput") is None and row.get("duration_s") is None
+    assert "do not compare" in row["problems"]
+
+
+_ENGINE = (
+    "(APIServer pid={pid}) INFO 04-09 {t} [loggers.py:259] Engine 000: Avg prompt throughput: "
+    "9.0 tokens/s, Avg generation throughput: {gen} tokens/s, Running: {run} reqs, Waiting: "
+    "{wait} reqs, GPU KV cache usage: 0.2%, Prefix cache hit rate: 0.0%\n"
+)
+_SPEC = (
+    "(APIServer pid=2) INFO 04-09 12:00:00 [metrics.py:101] SpecDecoding metrics: Mean "
+    "acceptance length: 1.97, Accepted throughput: 63.00 tokens/s, Drafted throughput: 65.20 "
+    "tokens/s, Accepted: 630 tokens, Drafted: 652 tokens, Per-position acceptance rate: 0.966, "
+    "Avg Draft acceptance rate: 96.6%\n"
+)
+
+
+def test_a_launch_without_speculation_at_the_same_load(tmp_path) -> None:
+    text = (
+        _ENGINE.format(pid=1, t="11:00:00", gen=342.2, run=1, wait=0)
+        + _ENGINE.format(pid=2, t="12:00:00", gen=128.3, run=1, wait=0)
+        + _SPEC
+    )
+    (slow,) = _slow(_findings(tmp_path, text))
+    assert slow.measured["speedup"] == pytest.approx(128.3 / 342.2)
+    assert slow.confidence is not None and slow.confidence.level == "suggestive"
+
+
+@pytest.mark.parametrize(("run", "wait"), [(4, 0), (1, 6)])
+def test_launches_at_another_load_or_queued_do_not_compare(tmp_path, run, wait) -> None:
+    # Another number running, or requests waiting (admission-bound: world case 56), is no
+    # like-for-like comparison.
+    text = (
+        _ENGINE.format(pid=1, t="11:00:00", gen=342.2, run=run, wait=wait)
+        + _ENGINE.format(pid=2, t="12:00:00", gen=128.3, run=1, wait=0)
+        + _SPEC
+    )
+    assert _slow(_findings(tmp_path, text)) == []
+
+
+def test_the_finding_says_why_when_the_paste_shows_it(tmp_path) -> None:
+    # SGLang issue 4759's decode line: 32 running, 68 queued, the KV cache 1% used.
+    text = (
+        "[2025-03-24 02:56:41 TP0] Decode batch. #running-req: 32, #token: 7352, token usage: "
+        "0.01, accept len: 2.54, gen throughput (token/s): 39.33, largest-len: 0, "
+        "#queue-req: 68, \n"
+        "The throughput drops from 1039 to 321 tok/s with speculative decoding on.\n"
+    )
+    (slow,) = _slow(_findings(tmp_path, text))
+    assert "up to 68" in slow.explanation and "capped" in slow.explanation
+    assert slow.measured["speedup"] == pytest.approx(321 / 1039)
