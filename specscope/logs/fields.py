@@ -323,8 +323,15 @@ def read_table(defn: Definition, text: str) -> Reading:
     base_key, spec_key = _key(defn, "baseline"), _key(defn, "speculative")
     rate_key, time_key = _key(defn, "rate"), _key(defn, "time")
     change_key, skip_key = _key(defn, "change"), _key(defn, "not_decode")
+    negated = _key(defn, "negated")
     if base_key is None or spec_key is None:
         return reading
+
+    def is_base(label: str) -> bool:
+        # "EAGLE (baseline)" is a drafter; "MTP disabled" is speculation off.
+        if not base_key.search(label):
+            return False
+        return not spec_key.search(label) or bool(negated is not None and negated.search(label))
 
     def unit_of(cell: str) -> str | None:
         for key in (rate_key, time_key):
@@ -336,7 +343,7 @@ def read_table(defn: Definition, text: str) -> Reading:
     def skipped(label: str) -> bool:
         return bool(skip_key is not None and skip_key.search(label))
 
-    base_cols = [c for c, h in enumerate(header) if base_key.search(h)]
+    base_cols = [c for c, h in enumerate(header) if is_base(h)]
     spec_cols = [c for c, h in enumerate(header) if spec_key.search(h) and c not in base_cols]
     pairs: list[dict[str, Any]] = []
     unit: str | None = None
@@ -364,7 +371,7 @@ def read_table(defn: Definition, text: str) -> Reading:
                 )
     else:
         labelled = [(i, cells) for i, cells in body if len(cells) == len(header)]
-        bases = [(i, cells) for i, cells in labelled if base_key.search(cells[0])]
+        bases = [(i, cells) for i, cells in labelled if is_base(cells[0])]
         if len(bases) != 1:
             return reading
         # The measure: the first column whose header, or the baseline's cell, has a unit.
