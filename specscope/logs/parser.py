@@ -34,6 +34,7 @@ from specscope.logs.grammar import (
     far_apart,
     side_by_side,
 )
+from specscope.logs.groups import SeriesRuns, typed_groups
 from specscope.logs.limits import (
     MAX_JSON_DOC_BYTES,
     LongLines,
@@ -69,6 +70,7 @@ class LineParser:
         self._run: Run | None = None
         self.patches: list[tuple[str, BulkRow]] = []  # bulk records a later line completed
         self._pastes = Pastes(self.grammar.definitions, self)  # pasted /metrics text
+        self._series = SeriesRuns(self.runs)  # runs of series printed side by side
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -92,8 +94,7 @@ class LineParser:
         return self._run
 
     def paste_run(self, line: int) -> Run:
-        """A run for pasted counters: their totals are no interval of the log around them,
-        so they take no record of it (and the log's next record opens a run)."""
+        """A run for pasted counters, which takes no record of the log around them."""
         self._finish_pending()
         run = self._new_run(line)
         run.from_block = True
@@ -395,7 +396,7 @@ class LineParser:
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
             reading = read_fields(defn, pending.body)
-            reason = self._accept(defn, origin, reading, groups)
+            reason = self._accept(defn, origin, reading, typed_groups(defn, groups, reading.extra))
             if reason is None:
                 return
             reasons.append(reason)
@@ -427,6 +428,7 @@ class LineParser:
     ) -> str | None:
         """Store what a record said; the reason it cannot be stored otherwise."""
         values: Row = {**groups, **reading.values}
+        series = values.pop("series", None)  # a series of its own: see specscope.logs.groups
         if defn.kind != "block" and len(reading.values) < defn.min_fields:
             return ""  # a label or two in prose, not a record: nothing to report
         if defn.refuse_cut and (reading.cut or reading.trails):
@@ -461,6 +463,8 @@ class LineParser:
             self._new_run(origin.line)
         run = self._current_run(origin.line, block=defn.kind in ("block", "json"))
         run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
+        if series is not None:
+            run = self._series.run_for(run, str(series), origin.line, defn.engine)
         run.last_line = max(run.last_line, origin.end_line)
         key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
         if defn.attach_to:
