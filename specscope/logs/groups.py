@@ -5,23 +5,25 @@ prints side by side.
 - A group named after a column is typed as the definition's field of that column declares
   (a count as an int, a per-position list as floats); a group named ``x_<name>`` is kept
   in ``extra`` under ``<name>`` (what no column holds: llama.cpp's calls and durations);
-  a group ``series`` names the series the record belongs to.
+  a group ``series`` names the series the record belongs to (or the definition's
+  ``keys.series``, for all its records: the responses of a capture).
 - A record of a series goes to a run of its own beside the server's run, one per series:
   llama.cpp prints one cumulative ``statistics <implementation>:`` line per speculative
   implementation after every request, beside the request's own line; those are other
   counts of the same tokens, so they are never added to the request lines' run, and two
-  implementations (n-gram and MTP side by side) are two methods.
+  implementations (n-gram and MTP side by side) are two methods. The responses of a
+  capture are another series: each a request's counts, never added to a log's intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specscope.logs.definitions import Definition
 from specscope.logs.fields import convert
 from specscope.logs.results import Run
-from specscope.vocabulary import normalise_method
+from specscope.vocabulary import DRAFTER_KINDS, normalise_method
 
 EXTRA_PREFIX = "x_"
 
@@ -70,6 +72,21 @@ def method_of(series: str) -> str | None:
     return normalise_method(name)
 
 
+def holding(obj: Any, keys: Sequence[str], depth: int = 3) -> dict[str, Any] | None:
+    """``obj``, or the first object nested in it, that has every one of ``keys``: a
+    response keeps its speculative counts under ``meta_info`` (SGLang) or
+    ``metrics.speculative_decoding`` (vLLM), a capture wraps the response again."""
+    if not isinstance(obj, dict):
+        return None
+    if all(key in obj for key in keys):
+        return obj
+    for value in obj.values() if depth else ():
+        found = holding(value, keys, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
 class SeriesRuns:
     """One run per (server run, series), after the parser's runs."""
 
@@ -83,12 +100,13 @@ class SeriesRuns:
         if run is None:
             run = Run(ordinal=len(self.runs) + 1, first_line=line, last_line=line)
             run.from_block = True  # no record of the log around it joins it
-            run.update_config(
-                {"server": engine, "spec_method_raw": series, "spec_method": method_of(series)}
-            )
+            run.update_config({"server": engine})
+            method = method_of(series)
+            if method in DRAFTER_KINDS:  # a drafter's name, not a series such as "responses"
+                run.update_config({"spec_method_raw": series, "spec_method": method})
             self.runs.append(run)
             self.by_key[key] = run
         return run
 
 
-__all__ = ["EXTRA_PREFIX", "SeriesRuns", "method_of", "typed_groups"]
+__all__ = ["EXTRA_PREFIX", "SeriesRuns", "holding", "method_of", "typed_groups"]

@@ -34,7 +34,7 @@ from specscope.logs.grammar import (
     far_apart,
     side_by_side,
 )
-from specscope.logs.groups import SeriesRuns, typed_groups
+from specscope.logs.groups import SeriesRuns, holding, typed_groups
 from specscope.logs.limits import (
     MAX_JSON_DOC_BYTES,
     LongLines,
@@ -219,8 +219,7 @@ class LineParser:
 
     @guarded("a JSON document")
     def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:
-        """A JSON document (a saved benchmark result) read as one record; False when
-        ``text`` is not one that a definition knows."""
+        """A JSON document (a benchmark result, a response) as one record, if one is known."""
         try:
             obj = json.loads(text)
         except ValueError:
@@ -228,11 +227,12 @@ class LineParser:
         if not isinstance(obj, dict):
             return False
         for defn in self.grammar.json_docs:
-            if all(key in obj for key in defn.match_keys):
+            found = holding(obj, defn.match_keys)
+            if found is not None:
                 self._finish_pending()
                 self._finish_block()
                 origin = Origin(line, end_line or line, None)
-                reason = self._accept(defn, origin, read_json(defn, obj), {})
+                reason = self._accept(defn, origin, read_json(defn, found), {})
                 if reason:
                     self.skipped.append(Skip(line, reason, text[:300]))
                 return True
@@ -428,7 +428,7 @@ class LineParser:
     ) -> str | None:
         """Store what a record said; the reason it cannot be stored otherwise."""
         values: Row = {**groups, **reading.values}
-        series = values.pop("series", None)  # a series of its own: see specscope.logs.groups
+        series = values.pop("series", None) or defn.keys.get("series")  # specscope.logs.groups
         if defn.kind != "block" and len(reading.values) < defn.min_fields:
             return ""  # a label or two in prose, not a record: nothing to report
         if defn.refuse_cut and (reading.cut or reading.trails):
