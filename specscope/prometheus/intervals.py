@@ -27,7 +27,8 @@ import pyarrow as pa
 from specscope.prometheus.names import (
     CONFIG_INFO,
     GAUGES,
-    PER_POSITION,
+    LLAMACPP,
+    PER_POSITION_NAMES,
     PREFIX_CACHE,
     RATE_COUNTERS,
     SERIES_NAMES,
@@ -324,7 +325,8 @@ def _spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
         return _EMPTY
     # The interval is the one of the first series seen at that time.
     spans = counted.group_by("tid", "t").agg(pl.col("t0").first(), pl.col("restarted").any())
-    values = _wide(counted.with_columns(_count(pl.col("d"))), "d", SPEC_COUNTERS.values())
+    columns = dict.fromkeys(SPEC_COUNTERS.values())  # vLLM's and llama.cpp's names: one each
+    values = _wide(counted.with_columns(_count(pl.col("d"))), "d", columns)
     rows = values.join(spans, on=["tid", "t"]).join(_per_position(got), on=["tid", "t"], how="left")
     drafts, accepted, draft_tokens = (
         pl.col("drafts"),
@@ -362,7 +364,7 @@ def _per_position(got: _Samples) -> pl.DataFrame:
     """Each interval's accepted counts by position, as a list up to the highest position
     sampled then (0 for a position without a sample), lined up with the drafts by target
     and time."""
-    counted = got.of({PER_POSITION: "accepted_per_pos"}, changes=True).filter(
+    counted = got.of(dict.fromkeys(PER_POSITION_NAMES, "accepted_per_pos"), changes=True).filter(
         pl.col("position").is_not_null()
     )
     schema = pl.Schema(
@@ -524,14 +526,17 @@ def _run_configs(got: _Samples, out: Intervals) -> None:
     of its last (stats after spec decode)."""
     info: dict[tuple[str | None, str | None], Mapping[str, str]] = {}
     positions: dict[int, set[int]] = {}
+    llama: set[int] = set()  # targets whose series are a llama.cpp server's
     for sid, name, tid, position in got.series.select("sid", "name", "tid", "position").iter_rows():
         if name == CONFIG_INFO:
             labels = got.labels[sid]
             instance = labels.get("instance")
             info.setdefault((instance, labels.get("engine")), labels)
             info.setdefault((instance, None), labels)
-        elif name == PER_POSITION and position is not None:
+        elif name in PER_POSITION_NAMES and position is not None:
             positions.setdefault(tid, set()).add(position)
+        if name.startswith(LLAMACPP):
+            llama.add(tid)
     seen = [
         f.select("_instance", "_model", "_engine", "format")
         for f in (out.spec_decode, out.engine_stats)
@@ -544,6 +549,8 @@ def _run_configs(got: _Samples, out: Intervals) -> None:
     for instance, model, engine, fmt in servers.last().iter_rows():
         run: Row = {"model": model, "instance": instance, "engine": engine}
         run["server"] = "sglang" if fmt == "prometheus_sglang" else "vllm"
+        if tids[(instance, model, engine)] in llama:
+            run["server"] = "llama.cpp"
         named = positions.get(tids[(instance, model, engine)])
         if named:
             run["k"] = len(named)

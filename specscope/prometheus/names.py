@@ -1,6 +1,8 @@
 """The series specscope reads, by name, and what column each fills: vLLM's and SGLang's
 spec-decode counters and their neighbours (requests, KV cache, prefix cache, tokens,
-latency histograms). Both spellings of a name are read (``canonical_name``)."""
+latency histograms), and llama.cpp server's spec-decode counters, which have vLLM's shape
+(ggml-org/llama.cpp#26389; the same roles as parsers/prometheus_text_llamacpp.toml gives
+them). Both spellings of a name are read (``canonical_name``)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,16 @@ SPEC_COUNTERS = {
     "vllm:spec_decode_num_drafts_total": "drafts",
     "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
     "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
+    "llamacpp:spec_decode_num_drafts_total": "drafts",
+    "llamacpp:spec_decode_num_draft_tokens_total": "draft_tokens",
+    "llamacpp:spec_decode_num_accepted_tokens_total": "accepted_tokens",
 }
 
 
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+LLAMACPP_PER_POSITION = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+PER_POSITION_NAMES = (PER_POSITION, LLAMACPP_PER_POSITION)
+LLAMACPP = "llamacpp:"  # the prefix of a llama.cpp server's series: its runs' server
 
 
 # V0 increments these by its cumulative totals every few seconds: they over-count.
@@ -61,7 +69,7 @@ LATENCY = (
 
 SERIES_NAMES = (
     *SPEC_COUNTERS,
-    PER_POSITION,
+    *PER_POSITION_NAMES,
     V0_ONLY,
     *GAUGES,
     *RATE_COUNTERS,
@@ -76,7 +84,7 @@ def canonical_name(name: str) -> str:
     """``vllm_spec_decode_...`` -> ``vllm:spec_decode_...``: prometheus_client 0.22+ escapes
     the colon to an underscore when a scraper negotiates OpenMetrics 1.0, so a Prometheus
     may hold either spelling."""
-    for prefix in ("vllm", "sglang"):
+    for prefix in ("vllm", "sglang", "llamacpp"):
         if name.startswith(prefix + "_"):
             return prefix + ":" + name[len(prefix) + 1 :]
     return name

@@ -126,7 +126,8 @@ def series_selector(selector: str | None) -> str:
     """The PromQL selector for every series a pull reads, with the user's matchers."""
     # Either spelling of the prefix: `vllm:` or, escaped by newer clients, `vllm_`.
     names = "|".join(
-        regex.sub(r"^(vllm|sglang):", r"\1[:_]", n).replace(".", "\\.") for n in SERIES_NAMES
+        regex.sub(r"^(vllm|sglang|llamacpp):", r"\1[:_]", n).replace(".", "\\.")
+        for n in SERIES_NAMES
     )
     extra = (selector or "").strip()
     if extra.startswith("{") and extra.endswith("}"):
