@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(baseline, capture_output=True)
         results: list[tuple[str, float, int, str]] = []
         grep = best(baseline, args.repeat)
-        results.append(("zcat | grep -cF" if gz else "grep -cF 'SpecDecoding metrics'", *grep))
+        results.append(("zcat, grep -cF" if gz else "grep -cF 'SpecDecoding metrics'", *grep))
         naive = (0.0, 0, "")
         if not gz:
             naive = best([sys.executable, "-c", NAIVE, str(log)], args.repeat)
