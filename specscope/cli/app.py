@@ -117,7 +117,9 @@ def _progress_bar(paths: list[str]) -> Iterator[Callable[[str, int, int], None] 
     "  specscope ingest server.log\n\n"
     "  docker logs -t vllm 2>&1 | specscope ingest - --set hardware=H100\n\n"
     "  specscope ingest run1.log.gz run2.log --store ./data --json\n\n"
-    "  specscope ingest --jobs 2 server.log.1.gz server.log.2.gz   # two cores, two logs",
+    "  specscope ingest --jobs 2 server.log.1.gz server.log.2.gz   # two cores, two logs\n\n"
+    "  specscope ingest server.log --set quantization=awq   # say what the log did not\n\n"
+    "  specscope ingest server.log --run s54e95cd2ea-3 --set spec_method=mtp",
 )
 def ingest(
     paths: Annotated[
@@ -141,6 +143,14 @@ def ingest(
         ),
     ] = None,
     label: Annotated[str | None, typer.Option(help="A label for the runs of these logs.")] = None,
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Set --set/--label on this run of the store only (repeatable; "
+            "specscope runs lists them). Without it, a log already in the store gets them "
+            "on all its runs, without being read again.",
+        ),
+    ] = None,
     jobs: Annotated[
         int,
         typer.Option(
@@ -172,6 +182,7 @@ def ingest(
                 label=label,
                 progress=progress,
                 jobs=jobs,
+                runs=run,
             )
     except SpecscopeError as exc:
         raise fail(exc) from exc

@@ -129,6 +129,10 @@ def run_lines(run: RunSummary) -> list[str]:
 def source_lines(report: SourceReport) -> list[str]:
     if report.error is not None:
         return [f"error: {report.error.one_line()}"]
+    if report.status == "reconfigured":  # settings on runs of a log it did not name
+        return [f"{report.path}: source {report.source_id}"] + [
+            f"  note: {note}" for note in report.notes
+        ]
     f = report.found
     head = f"{report.path}: {report.status}, source {report.source_id}, {_n(report.lines)} lines"
     out = [head]

@@ -371,11 +371,7 @@ def _run_row(
         row["quantization_source"] = "config"
     elif (guess := quantization_from_model_name(row["model"])) is not None:
         row["quantization"], row["quantization_source"] = guess, "model_name"
-    for key, value in user.items():
-        row[key] = value
-        if key == "quantization":
-            row["quantization_source"] = "user"
-    row["drafter_kind"] = DRAFTER_KINDS.get(row["spec_method"] or "")
+    apply_user(row, user)
     first_ts, last_ts = span
     row.update(
         run_id=f"{source_id}-{run.ordinal}",
@@ -403,4 +399,27 @@ def _run_row(
     return row
 
 
-__all__ = ["Finished", "finish"]
+def apply_user(row: dict[str, Any], user: Mapping[str, Any]) -> None:
+    """What the user said of a run (``--set``, ``--label``) over what its log said, at its
+    ingest or later (``reconfigure``), and what follows from it."""
+    for key, value in user.items():
+        row[key] = value
+        if key == "quantization":
+            row["quantization_source"] = "user"
+    row["drafter_kind"] = DRAFTER_KINDS.get(row.get("spec_method") or "")
+
+
+def reconfigure(rows: list[dict[str, Any]], user: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Runs already in the store, with the user's settings applied (added to the ones given
+    before): a new runs file of their source replaces the old one, and no log is read."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        said = {**json.loads(row.get("overrides") or "{}"), **user}
+        apply_user(row, user)
+        row["overrides"] = json.dumps(said)
+        out.append(row)
+    return out
+
+
+__all__ = ["Finished", "apply_user", "finish", "reconfigure"]

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
-from specscope.logs.assemble import Finished, finish
+from specscope.logs.assemble import Finished, finish, reconfigure
 from specscope.logs.bulk import parse_source
 from specscope.logs.definitions import load_definitions
 from specscope.logs.grammar import Grammar
@@ -134,11 +134,8 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set wants key=value, got {pair!r}")
-        if key not in CONFIG_COLUMNS or key == "label":
-            raise UsageError(
-                f"--set {key}: unknown field; known: "
-                + ", ".join(c for c in CONFIG_COLUMNS if c != "label")
-            )
+        if key not in CONFIG_COLUMNS:
+            raise UsageError(f"--set {key}: unknown field; known: " + ", ".join(CONFIG_COLUMNS))
         value = value.strip()
         if key in _INT_CONFIG:
             try:
@@ -166,9 +163,13 @@ def ingest(
     bulk: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     jobs: int = 1,
+    runs: Sequence[str] | None = None,
 ) -> IngestReport:
     """Read logs into the store. A problem with one input is reported in its
     ``SourceReport.error`` and does not stop the others; ``raise_for_errors()`` raises it.
+    ``overrides`` and ``label`` are what the user says of the runs: given for a log that is
+    already in the store, they are applied to its runs without reading it again; ``runs``
+    names the runs (of the store) they are for, and then they are for those alone.
     ``bulk=False`` reads every line with the line parser (slower; the same tables).
     ``progress(name, bytes read, bytes in all)`` is called as a big log is read.
     ``jobs``: logs read side by side, each in a process of its own (as much memory each
@@ -178,9 +179,11 @@ def ingest(
     target = store if isinstance(store, Store) else Store(store or default_store_path())
     side_by_side = jobs > 1 and grammar is None and _can_spawn() and _independent(paths)
     grammar = grammar or Grammar(load_definitions())
-    user = dict(overrides or {})
+    settings = dict(overrides or {})
     if label is not None:
-        user["label"] = label
+        settings["label"] = label
+    named = list(runs or ())
+    user = {} if named else settings  # named runs are runs of the store: new logs get none
     reports: list[SourceReport] = []
     with target.writer() as writer:
         known = target.sources.collect().to_dicts()
@@ -202,7 +205,51 @@ def ingest(
                 take(*_ingest_one(os.fspath(p), writer, known, year, user, grammar, bulk, progress))
         if changed:
             writer.replace_sources(known)
+        if settings:
+            _settle(target, writer, reports, settings, named)
     return IngestReport(str(target.path), reports)
+
+
+def _settle(
+    target: Store,
+    writer: StoreWriter,
+    reports: list[SourceReport],
+    settings: Mapping[str, Any],
+    named: list[str],
+) -> None:
+    """The user's settings on runs already in the store: the runs ``named``, or else every
+    run of each log that was found unchanged (re-ingesting it with ``--set`` is how one
+    corrects what its log did not say). Each source's runs file is written again; no log
+    is read."""
+    current = target.runs.collect()
+    if named:
+        unknown = sorted(set(named) - set(current["run_id"].to_list()))
+        if unknown:
+            raise UsageError(
+                f"--run {unknown[0]}: no such run in the store (specscope runs lists them)"
+            )
+        chosen = set(named)
+    else:
+        unchanged = {r.source_id for r in reports if r.status == "unchanged"}
+        chosen = set(current.filter(pl.col("source_id").is_in(unchanged))["run_id"].to_list())
+    said = ", ".join(f"{k}={v}" for k, v in settings.items())
+    for sid in sorted(set(current.filter(pl.col("run_id").is_in(chosen))["source_id"])):
+        rows = current.filter(pl.col("source_id") == sid).to_dicts()
+        mine = [r for r in rows if r["run_id"] in chosen]
+        others = [r for r in rows if r["run_id"] not in chosen]
+        writer.add("runs", sid, sorted(others + reconfigure(mine, settings), key=_by_ordinal))
+        note = f"{said} set on {', '.join(r['run_id'] for r in mine)} (the log was not re-read)"
+        for report in reports:
+            if report.source_id == sid:
+                report.notes.append(note)
+                break
+        else:
+            reports.append(SourceReport(f"run {mine[0]['run_id']}", "reconfigured", sid, 0))
+            reports[-1].notes.append(note)
+
+
+def _by_ordinal(row: Mapping[str, Any]) -> int:
+    return int(row.get("ordinal") or 0)
 
 
 def _can_spawn() -> bool:

@@ -101,6 +101,11 @@ def _whatever_k(
     return (sure, bound, worst) if sure is not None else (level, test, trials)
 
 
+def _said_how(run_id: str) -> str:
+    """Where a --set goes: on the paste given to triage, or on the run already stored."""
+    return f"(with specscope triage LOG, or specscope ingest LOG --run {run_id} for the stored run)"
+
+
 def _why_zero(ev: Evidence, run_id: str, run: Mapping[str, Any]) -> tuple[str, str]:
     method = method_of(run) or _method_before(ev, run)
     quant = (run.get("quantization") or "").lower()
@@ -140,16 +145,18 @@ def _why_zero(ev: Evidence, run_id: str, run: Mapping[str, Any]) -> tuple[str, s
             "the quantized model (reported for Qwen3.5 MTP on vLLM 0.19: 0.0% on every quant, "
             "85.8% on BF16). The log "
             "does not say the quantization.",
-            "if the target is quantized, serve the BF16 or FP8 checkpoint; re-ingest with "
-            "--set quantization=... to record it; otherwise check the MTP weights are loaded",
+            "if the target is quantized, serve the BF16 or FP8 checkpoint, and say so: "
+            f"--set quantization=NAME {_said_how(run_id)}; otherwise check the MTP weights "
+            "are loaded",
         )
     if quant == "" and method is None:
         return (
             "Drafting happens but nothing is accepted. The log does not say the method or the "
             "quantization: with an MTP head on an INT4 target this is the known breakage; with "
             "a draft model, a tokenizer mismatch; otherwise an unloaded head.",
-            "re-ingest with --set quantization=... --set spec_method=..., or check the startup "
-            "log for 'Detected MTP model' and the speculative config",
+            "say what the log does not: --set quantization=NAME --set spec_method=METHOD "
+            f"{_said_how(run_id)}; or check the startup log for 'Detected MTP model' and the "
+            "speculative config",
         )
     return (
         "Drafting happens but nothing is accepted: the draft head is probably not loaded or "

@@ -49,8 +49,9 @@ def drift(ev: Evidence) -> list[Finding]:
                 explanation=f"Acceptance changes level within the run: {r1:.1%} before "
                 f"{when}, {r2:.1%} after. Something changed mid-run: the workload, the load, "
                 "or the server.",
-                next_step="compare the engine stats and events around that point; split the run "
-                "with --set label=... if the workload changed",
+                next_step="compare the engine stats and events around that point; if the "
+                "workload changed there, the two parts are two workloads: ingest each part of "
+                "the log on its own and compare them (specscope compare RUN_A RUN_B)",
                 measured={"rate_before": r1, "rate_after": r2, "change_at": str(when)},
                 expected={"change below": cfg["min_change"]},
                 sample={
