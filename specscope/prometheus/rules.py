@@ -108,8 +108,8 @@ def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
                 "description": "Acceptance is {{ $value | humanizePercentage }} of draft tokens "
                 f"(at most {zero_max:.0%}) while drafting goes on: every draft is wasted work. "
                 "Typical causes: an MTP head on an INT4-quantized target, a draft model of "
-                "another family, an unloaded head. To confirm: specscope pull --since 1h, "
-                "then specscope detect (zero_acceptance).",
+                "another family, an unloaded head. To confirm: specscope pull --prometheus URL "
+                "--since 1h, then specscope detect (zero_acceptance).",
                 "runbook_url": runbook("SpecDecodeZeroAcceptance"),
             },
         },
@@ -123,8 +123,8 @@ def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
                 "summary": f"Speculative decoding acceptance is low on {where}",
                 "description": "Acceptance is {{ $value | humanizePercentage }} of draft tokens "
                 f"(below {low:.0%}): drafting may cost more than it saves. To confirm: "
-                "specscope pull --since 1h, then specscope detect (low_acceptance, "
-                "k_too_large) and specscope advise.",
+                "specscope pull --prometheus URL --since 1h, then specscope detect "
+                "(low_acceptance, k_too_large) and specscope advise.",
                 "runbook_url": runbook("SpecDecodeLowAcceptance"),
             },
         },
@@ -143,7 +143,7 @@ def build_rules(config: Config, selector: str | None = None) -> dict[str, Any]:
                 "summary": f"Acceptance collapses on {where} when requests share a batch",
                 "description": "With two or more requests running, acceptance is "
                 "{{ $value | humanizePercentage }}, below "
-                f"{ratio:.0%} of what it is with one. To confirm: specscope pull "
+                f"{ratio:.0%} of what it is with one. To confirm: specscope pull --prometheus URL "
                 f"--since {span}, then specscope detect (concurrency_collapse).",
                 "runbook_url": runbook("SpecDecodeConcurrencyCollapse"),
             },
