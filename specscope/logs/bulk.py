@@ -1,7 +1,7 @@
 """Reading big logs in bulk: the lines that vLLM releases print, exactly as they print
-them, are parsed by polars over whole blocks (Rust regex, no Python per line); every
-other line goes through the line parser, which keeps the state that spans lines (runs,
-processes, records wrapped over lines) for both.
+them, are found and cut over whole blocks (the compiled scanner, or polars' Rust regex:
+no Python per line); every other line goes through the line parser, which keeps the
+state that spans lines (runs, processes, records wrapped over lines) for both.
 
 A line is read in bulk only where the line parser would read it the same way on its
 own: it starts with a plain log header (``(Proc pid=N) INFO MM-DD HH:MM:SS [f.py:N] ``),
