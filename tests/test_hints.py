@@ -21,16 +21,22 @@ LINES = [
 ]
 
 
+def _stored(cli, tmp_path):
+    """The log, ingested into a store of its own: (log, store)."""
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    store = tmp_path / "store"
+    assert cli("ingest", log, "--store", store, "--year", "2026").status == 0
+    return log, store
+
+
 def _zero(store):
     (zero,) = [f for f in detect(specscope.open_store(store)) if f.kind == "zero_acceptance"]
     return zero
 
 
 def test_the_set_hint_of_a_stored_run_works_as_printed(cli, tmp_path):
-    log = tmp_path / "server.log"
-    log.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    store = tmp_path / "store"
-    assert cli("ingest", log, "--store", store, "--year", "2026").status == 0
+    log, store = _stored(cli, tmp_path)
     zero = _zero(store)
     assert "quantized target (int4-awq)" not in zero.explanation
     hint = re.search(r"specscope ingest LOG --run (\S+) for the stored run", zero.next_step)
@@ -49,10 +55,7 @@ def test_the_set_hint_of_a_stored_run_works_as_printed(cli, tmp_path):
 
 
 def test_set_on_an_unchanged_log_sets_all_its_runs_and_label_is_a_setting(cli, tmp_path):
-    log = tmp_path / "server.log"
-    log.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    store = tmp_path / "store"
-    assert cli("ingest", log, "--store", store, "--year", "2026").status == 0
+    log, store = _stored(cli, tmp_path)
     r = cli("ingest", log, "--set", "label=before-fix", "--set", "hardware=H100", "--store", store)
     assert r.status == 0, r.err
     runs = specscope.open_store(store).runs.collect()
@@ -62,10 +65,7 @@ def test_set_on_an_unchanged_log_sets_all_its_runs_and_label_is_a_setting(cli, t
 
 
 def test_a_run_that_is_not_in_the_store_is_a_usage_error(cli, tmp_path):
-    log = tmp_path / "server.log"
-    log.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    store = tmp_path / "store"
-    assert cli("ingest", log, "--store", store, "--year", "2026").status == 0
+    log, store = _stored(cli, tmp_path)
     r = cli("ingest", log, "--run", "s000-9", "--set", "k=3", "--store", store)
     assert r.status == 2 and "--run s000-9: no such run in the store" in r.err
 
