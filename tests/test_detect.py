@@ -405,3 +405,21 @@ def test_a_bad_config_is_one_line_naming_file_section_and_key(cli, tmp_path, tex
     r = cli("detect", "--store", tmp_path, "--config", config)
     assert r.status == ExitStatus.USAGE
     assert said in r.err and str(config) in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_insufficient_data_says_an_assumption_when_the_interval_is_narrow(tmp_path):
+    """60 SGLang lines of `accept len: 3.00` give a narrow interval resting on what had to
+    be assumed (k, verify steps per line): the finding says that, not 'wider than'."""
+    lines = [
+        f"[2025-06-01 10:{i:02d}:00 TP0] Decode batch. #running-req: 1, #token: 1200, "
+        "token usage: 0.01, accept len: 3.00, gen throughput (token/s): 45.10, #queue-req: 0"
+        for i in range(60)
+    ]
+    found = detect(_store(tmp_path, _log(tmp_path, "sglang.log", lines)))
+    (unsure,) = [f for f in found if f.kind == "insufficient_data"]
+    assert unsure.confidence is not None
+    assert "resting on assumptions" in unsure.confidence.test
+    assert "wider than" not in unsure.confidence.test
+    assert "--set k=N" in unsure.next_step and "rests on what had to be assumed" in (
+        unsure.explanation
+    )

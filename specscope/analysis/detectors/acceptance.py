@@ -418,6 +418,19 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
             if more
             else "counted drafts (a log that prints Accepted/Drafted) would settle it"
         )
+        narrow = high - low_ <= width  # then what is uncertain is what had to be assumed
+        why = (
+            f"it rests on what had to be assumed ({'; '.join(trials.assumptions)}): too "
+            "uncertain to call it low or healthy; the log's own counts, or --set k=N, "
+            "would settle it"
+            if narrow
+            else f"too uncertain to call it low or healthy; {settle}"
+        )
+        test = (
+            f"{coverage(z)} interval {low_:.0%}-{high:.0%} resting on assumptions"
+            if narrow
+            else f"{coverage(z)} interval {low_:.0%}-{high:.0%} wider than {width:.0%}"
+        )
         out.append(
             finding_for(
                 ev,
@@ -426,16 +439,21 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
                 run_id,
                 ev.spec_of(run_id),
                 explanation=f"Acceptance here is {trials.rate:.0%} somewhere between "
-                f"{low_:.0%} and {high:.0%} ({coverage(z)}): too uncertain to call it low or "
-                f"healthy; {settle}.",
-                next_step="collect more intervals (a longer log, a longer pull) before judging",
+                f"{low_:.0%} and {high:.0%} ({coverage(z)}), but {why}."
+                if narrow
+                else f"Acceptance here is {trials.rate:.0%} somewhere between "
+                f"{low_:.0%} and {high:.0%} ({coverage(z)}): {why}.",
+                next_step="say what the log does not (--set k=N), or read the server's "
+                "counters (specscope scrape of its /metrics) for exact counts"
+                if narrow
+                else "collect more intervals (a longer log, a longer pull) before judging",
                 measured={"acceptance_rate": trials.rate, "interval": [low_, high]},
                 expected={"interval narrower than": width},
                 sample={"drafts": round(trials.drafts), "records": agg["records"]},
                 confidence=confidence(
                     ev,
                     "likely",
-                    f"{coverage(z)} interval {low_:.0%}-{high:.0%} wider than {width:.0%}",
+                    test,
                     {"drafts": round(trials.drafts)},
                     trials.assumptions,
                 ),
