@@ -167,14 +167,9 @@ def _adapter_class() -> Any:
             _attach(self)
             super().request(*args, **kwargs)
 
-    class _HTTPS(urllib3.connection.HTTPSConnection):
-        def connect(self) -> None:
-            super().connect()
-            _attach(self)
-
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            _attach(self)
-            super().request(*args, **kwargs)
+    # _HTTP's methods, over HTTPS: its super() is HTTPSConnection's in this order.
+    class _HTTPS(_HTTP, urllib3.connection.HTTPSConnection):
+        pass
 
     class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
         ConnectionCls = _HTTP
