@@ -87,6 +87,58 @@ ROLES = (*COUNTER_ROLES, *POSITION_ROLES, *GAUGE_ROLES)
 POSITION_LABELS = ("position", "token_position")
 
 
+# Every engine's spec-decode series (``metric_name`` spelling) and its role: the one map
+# the paste reader (specscope.logs.pasted, by a definition's engine) and pull and scrape
+# (specscope.prometheus.names) both read, so that a name learnt for one is learnt for all.
+NAMES: dict[str, dict[str, str]] = {
+    # vllm/v1/spec_decode/metrics.py (SpecDecodingProm)
+    "vllm": {
+        "vllm:spec_decode_num_drafts": "drafts",
+        "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+        "vllm:spec_decode_num_accepted_tokens": "accepted_tokens",
+        "vllm:spec_decode_num_accepted_tokens_per_pos": "accepted_per_pos",
+        "vllm:spec_decode_num_draft_tokens_per_pos": "drafted_per_pos",
+    },
+    # tools/server/server-task.cpp (ggml-org/llama.cpp#26389): vLLM's shape
+    "llama.cpp": {
+        "llamacpp:spec_decode_num_drafts": "drafts",
+        "llamacpp:spec_decode_num_draft_tokens": "draft_tokens",
+        "llamacpp:spec_decode_num_accepted_tokens": "accepted_tokens",
+        "llamacpp:spec_decode_num_accepted_tokens_per_pos": "accepted_per_pos",
+    },
+    # python/sglang/srt/metrics/collector.py: verify steps and generated tokens, counted
+    # when a request finishes, beside the last interval's gauges
+    "sglang": {
+        "sglang:spec_verify_calls": "verify_steps",
+        "sglang:generation_tokens": "generated_tokens",
+        "sglang:spec_accept_length": "mean_acceptance_length",
+        "sglang:spec_accept_rate": "reported_rate",
+    },
+    # tensorrt_llm/metrics/collector.py: per-``token_position`` counters counted when a
+    # request finishes (each created at its first count), iteration counters and gauges
+    "tensorrt-llm": {
+        "trtllm:spec_decode_drafted_tokens": "drafted_per_pos",
+        "trtllm:spec_decode_accepted_tokens": "accepted_per_pos",
+        "trtllm:spec_decode_num_draft_tokens": "draft_tokens",
+        "trtllm:spec_decode_num_accepted_tokens": "accepted_tokens",
+        "trtllm:spec_decode_acceptance_length": "mean_acceptance_length",
+        "trtllm:spec_decode_draft_overhead": "draft_overhead",
+    },
+}
+ENGINE_OF_PREFIX = {
+    "vllm": "vllm",
+    "llamacpp": "llama.cpp",
+    "sglang": "sglang",
+    "trtllm": "tensorrt-llm",
+}
+
+
+def engine_of(name: str) -> str | None:
+    """The engine whose prefix a metric name carries (either spelling)."""
+    head = re.match(r"[a-z]+", name)
+    return ENGINE_OF_PREFIX.get(head[0]) if head else None
+
+
 @dataclass
 class Totals:
     """One target's values at one moment (or their change since the moment before), by
@@ -218,13 +270,16 @@ def finite_count(value: float) -> bool:
 
 __all__ = [
     "COUNTER_ROLES",
+    "ENGINE_OF_PREFIX",
     "GAUGE_ROLES",
+    "NAMES",
     "POSITION_LABELS",
     "POSITION_ROLES",
     "PREFIXES",
     "ROLES",
     "Sample",
     "Totals",
+    "engine_of",
     "finite_count",
     "metric_name",
     "parse_sample",

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from specscope.exposition import (
     COUNTER_ROLES,
+    NAMES,
     POSITION_LABELS,
     POSITION_ROLES,
     Totals,
@@ -83,7 +84,13 @@ class Pastes:
 
     def __init__(self, definitions: Iterable[Definition], sink: Sink) -> None:
         defs = [d for d in definitions if d.kind == "exposition"]
-        self.roles = {metric_name(n): (d, role) for d in defs for n, role in d.keys.items()}
+        # Each engine's names are the kernel's (specscope.exposition.NAMES, which pull and
+        # scrape read too); a definition's own ``keys`` may add names (a fork's).
+        self.roles = {
+            metric_name(n): (d, role)
+            for d in defs
+            for n, role in {**NAMES.get(d.engine, {}), **d.keys}.items()
+        }
         self.literals = tuple(sorted({lit for d in defs for lit in d.literals}))
         self.sink = sink
         self.targets: dict[str, _Target] = {}

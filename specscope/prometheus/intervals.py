@@ -24,10 +24,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from specscope.exposition import GAUGE_ROLES, Totals, engine_of, spec_row
 from specscope.prometheus.names import (
     CONFIG_INFO,
+    COUNTED,
+    COUNTED_BY,
     GAUGES,
-    LLAMACPP,
     PER_POSITION_NAMES,
     PREFIX_CACHE,
     RATE_COUNTERS,
@@ -37,6 +39,12 @@ from specscope.prometheus.names import (
     V0_ONLY,
     canonical_name,
 )
+
+# The per-position families that say which positions a target drafts (its k)
+POSITIONED = {
+    *PER_POSITION_NAMES,
+    *(n for m in COUNTED.values() for n, role in m.items() if role == "drafted_per_pos"),
+}
 
 Row = dict[str, Any]
 Point = tuple[float, float]  # (unix seconds, value)
@@ -185,7 +193,7 @@ def _samples(series: Iterable[Series]) -> _Samples:
         names.append(canonical_name(s.name))
         target = target_of(s.labels)
         tids.append(targets.setdefault(target, len(targets)))
-        position = s.labels.get("position")
+        position = s.labels.get("position", s.labels.get("token_position"))
         positions.append(
             int(position)
             if position is not None and position.isdigit() and int(position) <= MAX_POSITION
@@ -276,7 +284,8 @@ def intervals(series: Iterable[Series], *, after: float | None = None) -> Interv
             "seconds, so they over-count (ingest the V0 log lines instead)"
         )
     keep = pl.lit(True) if after is None else pl.col("t") > after
-    spec = [_spec_rows(got, keep), _sglang_spec_rows(got, keep)]
+    counted = _counted_rows(got, after, out.notes)
+    spec = [_spec_rows(got, keep), _sglang_spec_rows(got, keep, counted), counted]
     stats = [_stats_rows(got, keep), _sglang_stats_rows(got, keep)]
     targets = pl.DataFrame(
         {
@@ -496,9 +505,19 @@ def _latency(got: _Samples) -> pl.DataFrame:
     ).cast(schema)
 
 
-def _sglang_spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
-    """SGLang exports each interval's mean length as a gauge: no counts to sum."""
+def _sglang_spec_rows(got: _Samples, keep: pl.Expr, counted: pl.DataFrame) -> pl.DataFrame:
+    """SGLang exports each interval's mean length as a gauge: no counts to sum. A server
+    whose verify-step counter is read (``counted``: the scheduler's gauges and the
+    tokenizer's counters carry different labels) is judged on the counts alone."""
     sampled = got.of(SGLANG_ACCEPT)
+    if not counted.is_empty():
+        served = {
+            got.targets[tid][:2]
+            for tid in counted.filter(pl.col("format") == "prometheus_sglang")["tid"]
+        }
+        sampled = sampled.filter(
+            ~pl.col("tid").is_in([i for i, t in enumerate(got.targets) if t[:2] in served])
+        )
     if sampled.is_empty():
         return _EMPTY
     wide = _wide(sampled, "v", SGLANG_ACCEPT.values())
@@ -508,6 +527,114 @@ def _sglang_spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
         .sort("tid", "t")
         .with_columns(pl.lit("prometheus_sglang").alias("format"), pl.lit(False).alias("partial"))
     )
+
+
+def _counted_rows(got: _Samples, after: float | None, notes: list[str]) -> pl.DataFrame:
+    """TensorRT-LLM's and SGLang's spec-decode counters, one interval at a time through the
+    one definition (``specscope.exposition.spec_row``, as pasted text is read): for each
+    sample of a target's defining counter (TensorRT-LLM's drafted tokens per position,
+    SGLang's verify steps), the change of each of its counters since the sample before
+    and its gauges' values then.
+
+    Both engines create a series at its first count (prometheus_client makes a labelled
+    child on first use): a series that first shows after its target's first scrape
+    counted from 0 at the scrape before, which keeps the interval it appears in exact."""
+    roles = {n: (engine, role) for engine, m in COUNTED.items() for n, role in m.items()}
+    chosen = got.series.filter(pl.col("name").is_in(list(roles)))
+    if chosen.is_empty():
+        return _EMPTY
+    defining = {
+        tid
+        for name, tid in chosen.select("name", "tid").iter_rows()
+        if roles[name][1] == COUNTED_BY[roles[name][0]]
+    }
+    points = got.points.join(got.series.select("sid", "tid"), on="sid")
+    rows: list[Row] = []
+    why: dict[str, int] = {}
+    for tid in sorted(defining):
+        times = np.unique(points.filter(pl.col("tid") == tid)["t"].to_numpy())
+        mine = chosen.filter(pl.col("tid") == tid)
+        engine = roles[mine["name"][0]][0]
+        changes: dict[float, list[tuple[str, int | None, float, float, bool]]] = {}
+        gauges: dict[float, dict[str, float]] = {}
+        for sid, name, position in mine.select("sid", "name", "position").iter_rows():
+            if roles[name][0] != engine:
+                continue
+            role = roles[name][1]
+            series = got.points.filter(pl.col("sid") == sid)
+            t, v = series["t"].to_numpy(), series["v"].to_numpy()
+            if role in GAUGE_ROLES:
+                for ti, vi in zip(t.tolist(), v.tolist(), strict=True):
+                    gauges.setdefault(ti, {})[role] = vi
+                continue
+            born = times[times < t[0]] if len(t) else times[:0]
+            if len(born):  # created at its first count: 0 at the scrape before
+                t, v = np.concatenate(([born[-1]], t)), np.concatenate(([0.0], v))
+            for i in range(1, len(t)):
+                restarted = bool(v[i] < v[i - 1])
+                d = float(v[i] if restarted else v[i] - v[i - 1])
+                changes.setdefault(float(t[i]), []).append(
+                    (role, position, d, float(t[i - 1]), restarted)
+                )
+        for t_end in sorted(changes):
+            if after is not None and t_end <= after:
+                continue
+            totals = Totals()
+            t0, restarted, defined = t_end, False, False
+            for role, position, d, before, reset in changes[t_end]:
+                restarted |= reset
+                if role == COUNTED_BY[engine]:
+                    defined, t0 = True, min(t0, before) if defined else before
+                if position is None:
+                    totals.counters[role] = totals.counters.get(role, 0.0) + d
+                else:
+                    totals.positions.setdefault(role, {})[position] = d
+            if not defined:
+                continue
+            totals.gauges = dict(gauges.get(t_end, {}))
+            row, reason = spec_row(totals, MAX_POSITION + 1)
+            if row is None or not row.get("drafts"):
+                if row is None and not reason.startswith("speculative decoding never ran"):
+                    why[reason] = why.get(reason, 0) + 1
+                continue  # no drafting in the interval: logs print none either
+            extra = row.pop("extra", None)
+            rows.append(
+                {
+                    **row,
+                    "tid": tid,
+                    "t": t_end,
+                    "interval_s": t_end - t0,
+                    "format": "prometheus_sglang" if engine == "sglang" else "prometheus",
+                    "counts": "since_restart" if restarted else "delta",
+                    "extra": json.dumps(extra, sort_keys=True) if extra else None,
+                }
+            )
+    for reason, n in why.items():
+        notes.append(f"{n:,} interval(s) not stored: {reason}")
+    if not rows:
+        return _EMPTY
+    schema = pl.Schema(
+        {
+            "tid": pl.Int64(),
+            "t": pl.Float64(),
+            "interval_s": pl.Float64(),
+            "format": pl.String(),
+            "counts": pl.String(),
+            "k": pl.Int64(),
+            "drafts": pl.Int64(),
+            "draft_tokens": pl.Int64(),
+            "accepted_tokens": pl.Int64(),
+            "accepted_per_pos": pl.List(pl.Int64()),
+            "drafted_per_pos": pl.List(pl.Int64()),
+            "per_position_rate": pl.List(pl.Float64()),
+            "mean_acceptance_length": pl.Float64(),
+            "acceptance_rate": pl.Float64(),
+            "reported_rate": pl.Float64(),
+            "partial": pl.Boolean(),
+            "extra": pl.String(),
+        }
+    )
+    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema)
 
 
 def _sglang_stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
@@ -526,17 +653,18 @@ def _run_configs(got: _Samples, out: Intervals) -> None:
     of its last (stats after spec decode)."""
     info: dict[tuple[str | None, str | None], Mapping[str, str]] = {}
     positions: dict[int, set[int]] = {}
-    llama: set[int] = set()  # targets whose series are a llama.cpp server's
+    engines: dict[int, str] = {}  # targets whose series are not vLLM's: their engine
     for sid, name, tid, position in got.series.select("sid", "name", "tid", "position").iter_rows():
         if name == CONFIG_INFO:
             labels = got.labels[sid]
             instance = labels.get("instance")
             info.setdefault((instance, labels.get("engine")), labels)
             info.setdefault((instance, None), labels)
-        elif name in PER_POSITION_NAMES and position is not None:
+        elif name in POSITIONED and position is not None:
             positions.setdefault(tid, set()).add(position)
-        if name.startswith(LLAMACPP):
-            llama.add(tid)
+        engine = engine_of(name)
+        if engine in ("llama.cpp", "tensorrt-llm"):
+            engines[tid] = engine
     seen = [
         f.select("_instance", "_model", "_engine", "format")
         for f in (out.spec_decode, out.engine_stats)
@@ -549,8 +677,7 @@ def _run_configs(got: _Samples, out: Intervals) -> None:
     for instance, model, engine, fmt in servers.last().iter_rows():
         run: Row = {"model": model, "instance": instance, "engine": engine}
         run["server"] = "sglang" if fmt == "prometheus_sglang" else "vllm"
-        if tids[(instance, model, engine)] in llama:
-            run["server"] = "llama.cpp"
+        run["server"] = engines.get(tids[(instance, model, engine)], run["server"])
         named = positions.get(tids[(instance, model, engine)])
         if named:
             run["k"] = len(named)

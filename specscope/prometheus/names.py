@@ -1,25 +1,37 @@
-"""The series specscope reads, by name, and what column each fills: vLLM's and SGLang's
-spec-decode counters and their neighbours (requests, KV cache, prefix cache, tokens,
-latency histograms), and llama.cpp server's spec-decode counters, which have vLLM's shape
-(ggml-org/llama.cpp#26389; the same roles as parsers/prometheus_text_llamacpp.toml gives
-them). Both spellings of a name are read (``canonical_name``)."""
+"""The series specscope reads, by name, and what column each fills: every engine's
+spec-decode series by their role on the one definition (``specscope.exposition.NAMES``,
+which the paste reader reads too), and vLLM's and SGLang's neighbours (requests, KV cache,
+prefix cache, tokens, latency histograms). Both spellings of a name are read
+(``canonical_name``)."""
 
 from __future__ import annotations
 
-SPEC_COUNTERS = {
-    "vllm:spec_decode_num_drafts_total": "drafts",
-    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
-    "llamacpp:spec_decode_num_drafts_total": "drafts",
-    "llamacpp:spec_decode_num_draft_tokens_total": "draft_tokens",
-    "llamacpp:spec_decode_num_accepted_tokens_total": "accepted_tokens",
+from specscope.exposition import GAUGE_ROLES, NAMES, PREFIXES
+
+
+def _total(name: str) -> str:
+    return name + "_total"
+
+
+def _role(engines: tuple[str, ...], *roles: str) -> dict[str, str]:
+    return {_total(n): role for e in engines for n, role in NAMES[e].items() if role in roles}
+
+
+# vLLM's and llama.cpp's: drafts (verify steps), draft tokens, accepted tokens
+SPEC_COUNTERS = _role(("vllm", "llama.cpp"), "drafts", "draft_tokens", "accepted_tokens")
+PER_POSITION_NAMES = tuple(_role(("vllm", "llama.cpp"), "accepted_per_pos"))
+PER_POSITION = PER_POSITION_NAMES[0]
+
+# Engines whose counters are read one interval at a time through the one definition
+# (``specscope.exposition.spec_row``): TensorRT-LLM's per-position drafted and accepted
+# tokens, SGLang's verify steps and generated tokens. Counters and gauges alike, by role.
+COUNTED = {
+    engine: {(n if role in GAUGE_ROLES else _total(n)): role for n, role in NAMES[engine].items()}
+    for engine in ("tensorrt-llm", "sglang")
 }
-
-
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-LLAMACPP_PER_POSITION = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
-PER_POSITION_NAMES = (PER_POSITION, LLAMACPP_PER_POSITION)
-LLAMACPP = "llamacpp:"  # the prefix of a llama.cpp server's series: its runs' server
+# What makes a target's rows counted ones: without these, SGLang's gauges alone are read
+# as before (each interval's mean length as printed).
+COUNTED_BY = {"tensorrt-llm": "drafted_per_pos", "sglang": "verify_steps"}
 
 
 # V0 increments these by its cumulative totals every few seconds: they over-count.
@@ -52,8 +64,9 @@ PREFIX_CACHE = {  # (queries, hits); the 0.8 names counted blocks, later ones to
 
 
 SGLANG_ACCEPT = {
-    "sglang:spec_accept_length": "mean_acceptance_length",
-    "sglang:spec_accept_rate": "reported_rate",
+    n: role
+    for n, role in NAMES["sglang"].items()
+    if role in ("mean_acceptance_length", "reported_rate")
 }
 
 
@@ -75,6 +88,7 @@ SERIES_NAMES = (
     *RATE_COUNTERS,
     *PREFIX_CACHE,
     *SGLANG_ACCEPT,
+    *(n for names in COUNTED.values() for n in names),
     CONFIG_INFO,
     *(f"{name}_{part}" for name in LATENCY for part in ("sum", "count")),
 )
@@ -84,7 +98,7 @@ def canonical_name(name: str) -> str:
     """``vllm_spec_decode_...`` -> ``vllm:spec_decode_...``: prometheus_client 0.22+ escapes
     the colon to an underscore when a scraper negotiates OpenMetrics 1.0, so a Prometheus
     may hold either spelling."""
-    for prefix in ("vllm", "sglang", "llamacpp"):
+    for prefix in PREFIXES:
         if name.startswith(prefix + "_"):
             return prefix + ":" + name[len(prefix) + 1 :]
     return name

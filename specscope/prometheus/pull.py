@@ -56,7 +56,7 @@ from specscope.prometheus.intervals import (
     Series,
     intervals,
 )
-from specscope.prometheus.names import SERIES_NAMES
+from specscope.prometheus.names import PREFIXES, SERIES_NAMES
 from specscope.prometheus.storing import PullReport, store_intervals
 from specscope.store.layout import default_store_path
 from specscope.store.reading import Store
@@ -126,7 +126,7 @@ def series_selector(selector: str | None) -> str:
     """The PromQL selector for every series a pull reads, with the user's matchers."""
     # Either spelling of the prefix: `vllm:` or, escaped by newer clients, `vllm_`.
     names = "|".join(
-        regex.sub(r"^(vllm|sglang|llamacpp):", r"\1[:_]", n).replace(".", "\\.")
+        regex.sub(rf"^({'|'.join(PREFIXES)}):", r"\1[:_]", n).replace(".", "\\.")
         for n in SERIES_NAMES
     )
     extra = (selector or "").strip()
