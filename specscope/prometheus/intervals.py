@@ -548,11 +548,25 @@ def _counted_rows(got: _Samples, after: float | None, notes: list[str]) -> pl.Da
         for name, tid in chosen.select("name", "tid").iter_rows()
         if roles[name][1] == COUNTED_BY[roles[name][0]]
     }
-    points = got.points.join(got.series.select("sid", "tid"), on="sid")
+    # Each target's scrape times and each chosen series' samples, split once (not a
+    # filter of every sample per series: a fleet's pull holds millions).
+    points = got.points.join(
+        got.series.filter(pl.col("tid").is_in(list(defining))).select("sid", "tid"), on="sid"
+    )
+    times_of = {
+        key[0]: np.unique(part["t"].to_numpy())
+        for key, part in points.partition_by("tid", as_dict=True).items()
+    }
+    samples_of = {
+        key[0]: part
+        for key, part in points.filter(pl.col("sid").is_in(chosen["sid"].implode()))
+        .partition_by("sid", as_dict=True)
+        .items()
+    }
     rows: list[Row] = []
     why: dict[str, int] = {}
     for tid in sorted(defining):
-        times = np.unique(points.filter(pl.col("tid") == tid)["t"].to_numpy())
+        times = times_of[tid]
         mine = chosen.filter(pl.col("tid") == tid)
         engine = roles[mine["name"][0]][0]
         changes: dict[float, list[tuple[str, int | None, float, float, bool]]] = {}
@@ -561,7 +575,9 @@ def _counted_rows(got: _Samples, after: float | None, notes: list[str]) -> pl.Da
             if roles[name][0] != engine:
                 continue
             role = roles[name][1]
-            series = got.points.filter(pl.col("sid") == sid)
+            series = samples_of.get(sid)
+            if series is None:
+                continue
             t, v = series["t"].to_numpy(), series["v"].to_numpy()
             if role in GAUGE_ROLES:
                 for ti, vi in zip(t.tolist(), v.tolist(), strict=True):
@@ -634,7 +650,10 @@ def _counted_rows(got: _Samples, after: float | None, notes: list[str]) -> pl.Da
             "extra": pl.String(),
         }
     )
-    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema)
+    columns = {c: [r.get(c) for r in rows] for c in schema}
+    return pl.DataFrame(
+        [pl.Series(c, values, dtype=schema[c], strict=False) for c, values in columns.items()]
+    )
 
 
 def _sglang_stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
