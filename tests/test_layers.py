@@ -25,8 +25,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "logs": {"store"},
     "prometheus": {"store"},
     "analysis": {"store"},
+    "queries": {"store"},
     "report": {"analysis", "store", "logs.source"},
-    "cli": {"report", "analysis", "store", "logs", "prometheus"},
+    "cli": {"report", "analysis", "store", "logs", "prometheus", "queries"},
 }
 FACADE = {"specscope", "specscope.__main__"}  # the public API: imports what it exposes
 

@@ -1,0 +1,385 @@
+"""The fleet queries as text an engine runs: DuckDB SQL, ClickHouse SQL (clickhouse-local,
+chDB, or a server that may read the files), a PySpark script.
+
+Each table is a view over the files the manifest commits, listed one by one, and of each
+file only the rows committed: a file is listed with its row count and the view keeps the
+rows numbered below it (DuckDB ``file_row_number``, ClickHouse ``_row_number``, Spark
+``_metadata.row_index``). A glob would read a file copied in by hand, and the newest file
+of a folder grows when a later ingest adds rows to it (``store.layout``): a listed file
+with its rows is the store as it was when the views were printed, whatever is committed
+after, until a compaction removes a listed file (the view then fails; print it again).
+
+A file is opened where ``location`` says: the store's folder as given, or a prefix the
+store was copied to (``s3://bucket/prefix``, ``http://host:port/bucket/prefix``); the
+manifest and the row counts are read from the local store either way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from specscope.errors import StoreError, UsageError
+from specscope.queries.fleet import QUERIES, RUN_COLUMNS, SPEC_COLUMNS, Query, has_utc, query
+from specscope.schema import PARTITIONED, TABLES
+from specscope.store.layout import live_files, read_manifest, relative
+
+ENGINES = ("duckdb", "clickhouse", "spark")
+VIEWED = ("spec_decode", "runs")  # the tables the queries read
+# Characters a path may not hold: each engine's quoting stays plain, ClickHouse's path
+# list ({a,b}) stays a list.
+_UNSAFE = re.compile(r"[',{}*?\\\"\n\r]")
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A committed file of a table: where the engine opens it, its path inside the table
+    (what the view matches the engine's file name on) and its committed rows."""
+
+    where: str
+    key: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    table: str
+    files: tuple[Listed, ...]
+    present: frozenset[str]  # the table's columns some file has (the others read as null)
+
+
+def table_files(store: Path, table: str, location: str | None = None) -> TableFiles:
+    """The committed files of ``table`` and their rows, from the store's manifest."""
+    manifest = read_manifest(store)
+    files: list[Listed] = []
+    present: set[str] = set()
+    for f in live_files(store, table, manifest):
+        rel = relative(f.path, store)
+        try:
+            meta = pq.read_metadata(f.path)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise StoreError(
+                f"committed data file of {table} unreadable ({exc}): `specscope check`",
+                path=str(f.path),
+            ) from exc
+        present.update(meta.schema.to_arrow_schema().names)
+        rows = meta.num_rows if f.entry is None else f.entry.rows
+        where = str(f.path) if location is None else f"{location.rstrip('/')}/{rel}"
+        if _UNSAFE.search(where):
+            raise UsageError(f"a path the printed views cannot quote: {where!r}")
+        files.append(Listed(where, rel.split("/", 1)[1], rows))
+    return TableFiles(table, tuple(files), frozenset(present))
+
+
+def script(engine: str, store: Path, name: str | None = None, location: str | None = None) -> str:
+    """The views of the store's tables and of every query for ``engine``; with ``name``,
+    then that query's rows, sorted by its keys."""
+    if engine not in ENGINES:
+        raise UsageError(f"no engine {engine!r}; engines: {', '.join(ENGINES)}")
+    q = query(name) if name is not None else None
+    if not (store / "specscope.json").is_file():
+        raise StoreError("no specscope store here", path=str(store))
+    tables = [table_files(store, t, location) for t in VIEWED]
+    return {"duckdb": _duckdb, "clickhouse": _clickhouse, "spark": _spark}[engine](tables, q)
+
+
+# -- the queries, in each engine's words --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dialect:
+    create: str  # how a view is made
+    instance: str  # a pulled run's Prometheus instance from the runs' pids JSON
+    explode: Callable[[str], str]  # FROM clause: spec_runs, one row per listed position
+
+
+DIALECTS = {
+    "duckdb": Dialect(
+        "CREATE OR REPLACE VIEW",
+        "json_extract_string(r.pids, '$.instance')",
+        lambda cols: (
+            f"(SELECT {cols}, UNNEST(accepted_per_pos) AS accepted, "
+            "generate_subscripts(accepted_per_pos, 1) - 1 AS position FROM spec_runs "
+            "WHERE accepted_per_pos IS NOT NULL AND drafts IS NOT NULL) AS p"
+        ),
+    ),
+    "clickhouse": Dialect(
+        "CREATE OR REPLACE VIEW",
+        "nullIf(JSON_VALUE(r.pids, '$.instance'), '')",
+        lambda cols: (
+            f"(SELECT {cols}, accepted, toInt64(i) - 1 AS position FROM spec_runs "
+            "ARRAY JOIN accepted_per_pos AS accepted, arrayEnumerate(accepted_per_pos) AS i "
+            "WHERE accepted_per_pos IS NOT NULL AND drafts IS NOT NULL) AS p"
+        ),
+    ),
+    "spark": Dialect(
+        "CREATE OR REPLACE TEMPORARY VIEW",
+        "get_json_object(r.pids, '$.instance')",
+        lambda cols: (
+            f"(SELECT {cols}, CAST(pos AS BIGINT) AS position, accepted FROM spec_runs "
+            "LATERAL VIEW posexplode(accepted_per_pos) e AS pos, accepted "
+            "WHERE accepted_per_pos IS NOT NULL AND drafts IS NOT NULL) AS p"
+        ),
+    ),
+}
+
+
+def _ratio(num: str, den: str) -> str:
+    return f"CASE WHEN {den} > 0 THEN CAST({num} AS DOUBLE) / CAST({den} AS DOUBLE) END"
+
+
+def query_sql(engine: str, q: Query) -> str:
+    """The SELECT of one query over ``spec_runs`` (no ORDER BY: a view's body). The sums
+    are named apart from the columns they sum: in ClickHouse an alias is seen by the
+    whole SELECT, so ``SUM(drafts) AS drafts`` would make a later ``drafts`` a sum."""
+    keys = ", ".join(q.keys)
+    if q.positions:
+        source = DIALECTS[engine].explode(f"{keys}, drafts")
+        return (
+            f"SELECT {keys}, position, n_accepted AS accepted, n_drafts AS drafts, "
+            f"{_ratio('n_accepted', 'n_drafts')} AS rate FROM (SELECT {keys}, position, "
+            "COALESCE(SUM(accepted), 0) AS n_accepted, SUM(drafts) AS n_drafts "
+            f"FROM {source} GROUP BY {keys}, position) AS g"
+        )
+    return (
+        f"SELECT {keys}, n_records AS records, n_draft_tokens AS draft_tokens, "
+        "n_accepted_tokens AS accepted_tokens, n_drafts AS drafts, "
+        f"{_ratio('n_accepted_tokens', 'n_draft_tokens')} AS acceptance_rate, "
+        f"1 + {_ratio('n_with_drafts', 'n_drafts')} AS mean_acceptance_length "
+        f"FROM (SELECT {keys}, COUNT(*) AS n_records, SUM(draft_tokens) AS n_draft_tokens, "
+        "SUM(accepted_tokens) AS n_accepted_tokens, SUM(drafts) AS n_drafts, "
+        "COALESCE(SUM(CASE WHEN drafts IS NOT NULL THEN accepted_tokens END), 0) "
+        f"AS n_with_drafts FROM spec_runs GROUP BY {keys}) AS g"
+    )
+
+
+def spec_runs_sql(engine: str) -> str:
+    when = "COALESCE(s.ts_utc, s.ts)" if has_utc() else "s.ts"
+    spec = ", ".join(f"s.{c}" for c in SPEC_COLUMNS)
+    runs = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
+    return (
+        f"SELECT CAST({when} AS DATE) AS day, {spec}, {runs}, "
+        f"COALESCE({DIALECTS[engine].instance}, r.source) AS instance "
+        "FROM spec_decode AS s LEFT JOIN runs AS r ON s.run_id = r.run_id"
+    )
+
+
+def statements(engine: str, q: Query | None) -> list[str]:
+    """The views of spec_runs and of every query, then ``q``'s rows sorted by its keys."""
+    create = DIALECTS[engine].create
+    out = [f"{create} spec_runs AS\n{spec_runs_sql(engine)}"]
+    out += [f"{create} {n} AS\n{query_sql(engine, each)}" for n, each in QUERIES.items()]
+    if q is not None:
+        order = [*q.keys, "position"] if q.positions else list(q.keys)
+        nulls = ", ".join(f"{k} NULLS FIRST" for k in order)
+        out.append(f"SELECT * FROM {q.name} ORDER BY {nulls}")
+    return out
+
+
+# -- the tables: committed files, committed rows --------------------------------------------
+
+
+def _key_pattern(table: str) -> str:
+    # The path inside the table: after the last "<table>/" of the engine's file name (a
+    # local path, an s3 key, a file: URI alike).
+    return f"^(?:.*/)?{table}/(.*)$"
+
+
+def _rows(tf: TableFiles) -> str:
+    return ", ".join(f"('{f.key}', {f.rows})" for f in tf.files)
+
+
+def _duckdb_type(t: pa.DataType) -> str:
+    if pa.types.is_list(t):
+        return f"{_duckdb_type(t.value_type)}[]"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    return {
+        pa.string(): "VARCHAR",
+        pa.int64(): "BIGINT",
+        pa.int32(): "INTEGER",
+        pa.float64(): "DOUBLE",
+        pa.bool_(): "BOOLEAN",
+    }[t]
+
+
+def _clickhouse_type(t: pa.DataType) -> str:
+    if pa.types.is_list(t):
+        return f"Array({_clickhouse_type(t.value_type)})"
+    if pa.types.is_timestamp(t):
+        return "Nullable(DateTime64(3, 'UTC'))" if t.tz else "Nullable(DateTime64(3))"
+    base = {
+        pa.string(): "String",
+        pa.int64(): "Int64",
+        pa.int32(): "Int32",
+        pa.float64(): "Float64",
+        pa.bool_(): "Bool",
+    }[t]
+    return f"Nullable({base})"
+
+
+def _spark_type(t: pa.DataType) -> str:
+    if pa.types.is_list(t):
+        return f"ARRAY<{_spark_type(t.value_type)}>"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
+    return {
+        pa.string(): "STRING",
+        pa.int64(): "BIGINT",
+        pa.int32(): "INT",
+        pa.float64(): "DOUBLE",
+        pa.bool_(): "BOOLEAN",
+    }[t]
+
+
+def _header(comment: str, tables: list[TableFiles]) -> str:
+    counts = ", ".join(f"{t.table}: {len(t.files)} files" for t in tables)
+    return (
+        f"{comment} specscope fleet views ({counts}): each table is the files its manifest\n"
+        f"{comment} commits and their committed rows, as the store was when printed.\n"
+        f"{comment} Queries: {', '.join(QUERIES)}."
+    )
+
+
+def _duckdb(tables: list[TableFiles], q: Query | None) -> str:
+    out = [_header("--", tables)]
+    for tf in tables:
+        schema = TABLES[tf.table]
+        source = (
+            ["regexp_extract(f.filename, 'source_id=([^/]+)', 1) AS source_id"]
+            if tf.table in PARTITIONED
+            else []
+        )
+        if not tf.files:
+            cols = [f"CAST(NULL AS {_duckdb_type(x.type)}) AS {x.name}" for x in schema]
+            cols += ["CAST(NULL AS VARCHAR) AS source_id"] if source else []
+            body = f"SELECT {', '.join(cols)} WHERE false"
+        else:
+            cols = [
+                f"f.{x.name}"
+                if x.name in tf.present
+                else f"CAST(NULL AS {_duckdb_type(x.type)}) AS {x.name}"
+                for x in schema
+            ]
+            paths = ", ".join(f"'{f.where}'" for f in tf.files)
+            body = (
+                f"SELECT {', '.join(cols + source)}\n"
+                f"FROM read_parquet([{paths}], filename = true, file_row_number = true, "
+                "union_by_name = true, hive_partitioning = false) AS f\n"
+                f"JOIN (VALUES {_rows(tf)}) AS c(committed_file, committed_rows)\n"
+                f"ON regexp_extract(f.filename, '{_key_pattern(tf.table)}', 1) = c.committed_file\n"
+                "AND f.file_row_number < c.committed_rows"
+            )
+        out.append(f"CREATE OR REPLACE VIEW {tf.table} AS\n{body}")
+    return out[0] + "\n" + ";\n\n".join(out[1:] + statements("duckdb", q)) + ";\n"
+
+
+def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
+    # Dates in UTC whatever the server's zone; a run not found has nulls, not defaults;
+    # a null cast to a date or a double stays null (it would be an error).
+    out = [
+        _header("--", tables),
+        "SET session_timezone = 'UTC'",
+        "SET join_use_nulls = 1",
+        "SET cast_keep_nullable = 1",
+    ]
+    for tf in tables:
+        schema = TABLES[tf.table]
+        source = (
+            ["extract(f._path, 'source_id=([^/]+)') AS source_id"]
+            if tf.table in PARTITIONED
+            else []
+        )
+        if not tf.files:
+            cols = [f"CAST(NULL AS {_clickhouse_type(x.type)}) AS {x.name}" for x in schema]
+            cols += ["CAST(NULL AS Nullable(String)) AS source_id"] if source else []
+            body = f"SELECT {', '.join(cols)} WHERE 0"
+        else:
+            structure = ", ".join(f"{x.name} {_clickhouse_type(x.type)}" for x in schema)
+            cols = [f"f.{x.name} AS {x.name}" for x in schema]
+            where = [f.where for f in tf.files]
+            reader = "s3" if "://" in where[0] else "file"
+            # One call reads them all: the files' common folder, then {a,b,...} of the rest.
+            first = tf.files[0]
+            root = first.where[: len(first.where) - len(f"{tf.table}/{first.key}")]
+            rest = ",".join(w[len(root) :] for w in where)
+            body = (
+                f"SELECT {', '.join(cols + source)}\n"
+                f"FROM {reader}('{root}{{{rest}}}', 'Parquet', '{structure}') AS f\n"
+                "INNER JOIN (SELECT * FROM VALUES('committed_file String, committed_rows UInt64', "
+                f"{_rows(tf)})) AS c\n"
+                f"ON extract(f._path, '{_key_pattern(tf.table)}') = c.committed_file\n"
+                "WHERE f._row_number < c.committed_rows"
+            )
+        out.append(f"CREATE OR REPLACE VIEW {tf.table} AS\n{body}")
+    return out[0] + "\n" + ";\n\n".join(out[1:] + statements("clickhouse", q)) + ";\n"
+
+
+_SPARK_PRELUDE = """\
+# Run it with python (pyspark installed) or spark-submit, or paste it into pyspark.
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+spark = SparkSession.builder.getOrCreate()
+spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def committed(table, schema, files, pattern, partitioned):
+    \"\"\"A view of the table: its files, and of each the rows committed.\"\"\"
+    names = [c.split(" ")[0] for c in schema.split(", ")]
+    if not files:
+        empty = spark.createDataFrame([], schema)
+        if partitioned:
+            empty = empty.withColumn("source_id", F.lit(None).cast("string"))
+        empty.createOrReplaceTempView(table)
+        return
+    rows = spark.createDataFrame([(k, n) for _, k, n in files], "file STRING, rows BIGINT")
+    df = spark.read.schema(schema).parquet(*[w for w, _, _ in files])
+    df = df.select(
+        "*",
+        F.col("_metadata.file_path").alias("_path"),
+        F.col("_metadata.row_index").alias("_row"),
+    )
+    df = df.withColumn("_file", F.regexp_extract("_path", pattern, 1))
+    df = df.join(rows, df["_file"] == rows["file"]).where(F.col("_row") < F.col("rows"))
+    if partitioned:
+        names.append("source_id")
+        df = df.withColumn("source_id", F.regexp_extract("_path", r"source_id=([^/]+)", 1))
+    df.select(*names).createOrReplaceTempView(table)
+
+"""
+
+
+def _spark(tables: list[TableFiles], q: Query | None) -> str:
+    lines = [_header("#", tables), _SPARK_PRELUDE]
+    for tf in tables:
+        schema = ", ".join(f"{x.name} {_spark_type(x.type)}" for x in TABLES[tf.table])
+        files = ",\n".join(f"    ({f.where!r}, {f.key!r}, {f.rows})" for f in tf.files)
+        lines += [
+            f"committed(\n    {tf.table!r},\n    {schema!r},\n    [\n{files}\n    ],",
+            f"    {_key_pattern(tf.table)!r},\n    {tf.table in PARTITIONED},\n)",
+        ]
+    *views, last = statements("spark", q) if q is not None else [*statements("spark", q), ""]
+    lines += [f'spark.sql("""\n{v}\n""")' for v in views]
+    if q is not None:
+        lines.append(f'spark.sql("""\n{last}\n""").show(n=100000, truncate=False)')
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "DIALECTS",
+    "ENGINES",
+    "VIEWED",
+    "Listed",
+    "TableFiles",
+    "query_sql",
+    "script",
+    "spec_runs_sql",
+    "statements",
+    "table_files",
+]
