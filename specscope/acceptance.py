@@ -2,7 +2,9 @@
 
     acceptance rate         = Σ accepted / Σ draft tokens
     mean acceptance length  τ = 1 + Σ accepted / Σ drafts
-    per-position a_i        = Σ accepted at position i / Σ drafts   (unconditional)
+    per-position a_i        = Σ accepted at position i / Σ drafts that drafted position i
+                              (unconditional; the drafts, where no count per position says
+                              fewer drafted it)
 
 Rows without drafts (a 0.8.3 line with no per-position list and no known k) still count
 in the rate but not in τ or a_i. Where no row has counts (SGLang prints only each
@@ -38,15 +40,27 @@ def sums(spec: pl.LazyFrame, keys: Sequence[str]) -> tuple[pl.LazyFrame, pl.Lazy
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
     )
+    accepted = pl.col("accepted_per_pos")
+    # A position's denominator is the drafts that drafted it: the row's drafts, or, where an
+    # engine counts what was drafted at each position (TensorRT-LLM; k varies with dynamic
+    # or adaptive drafting), that count, so a position drafted on some steps only is judged
+    # on those steps and never called dead for not being drafted.
+    every = pl.col("drafts").repeat_by(accepted.list.len())
+    if "drafted_per_pos" in spec.collect_schema().names():
+        drafted = pl.col("drafted_per_pos")
+        same = drafted.is_not_null() & (drafted.list.len() == accepted.list.len())
+        reached = pl.when(same).then(drafted).otherwise(every)
+    else:
+        reached = every
     positions = (
-        spec.filter(pl.col("accepted_per_pos").is_not_null() & _WITH_DRAFTS)
+        spec.filter(accepted.is_not_null() & _WITH_DRAFTS)
         .select(
             *keys,
-            "drafts",
-            pl.col("accepted_per_pos").alias("count"),
-            pl.int_ranges(pl.col("accepted_per_pos").list.len()).alias("position"),
+            reached.alias("drafts"),
+            accepted.alias("count"),
+            pl.int_ranges(accepted.list.len()).alias("position"),
         )
-        .explode("count", "position")
+        .explode("count", "drafts", "position")
         .group_by([*keys, "position"])
         .agg(pl.col("count").sum(), pl.col("drafts").sum())
     )
@@ -110,6 +124,7 @@ def from_sums(totals: pl.LazyFrame, positions: pl.LazyFrame, keys: Sequence[str]
             .otherwise(None)
             .alias("per_position"),
             pl.col("count").alias("accepted_per_pos"),
+            pl.col("drafts").alias("drafted_per_pos"),
         )
     )
     return out.join(curves, on=keys, how="left", nulls_equal=True, maintain_order="left")

@@ -40,11 +40,11 @@ def _positions(agg: Mapping[str, Any]) -> tuple[list[float], Bounds, list[str]] 
     if len(a) < 2:
         return None
     counts = agg.get("accepted_per_pos") or []
-    drafts = agg.get("drafts")
-    if drafts and len(counts) >= len(a) and all(c is not None for c in counts[: len(a)]):
+    reached = _drafted(agg, len(a))
+    if reached and len(counts) >= len(a) and all(c is not None for c in counts[: len(a)]):
 
         def counted(i: int, z: float) -> tuple[float, float]:
-            return wilson(counts[i], drafts, z)
+            return wilson(counts[i], reached[i], z)
 
         return a, counted, []
 
@@ -52,6 +52,30 @@ def _positions(agg: Mapping[str, Any]) -> tuple[list[float], Bounds, list[str]] 
         return (a[i], a[i])
 
     return a, printed, ["no draft counts: the printed rates taken as they are"]
+
+
+def _drafted(agg: Mapping[str, Any], k: int) -> list[int] | None:
+    """How many drafts drafted each position: the summed counts per position (fewer than
+    the drafts at the tail where k varied), else the drafts."""
+    drafts = agg.get("drafts")
+    if not drafts:
+        return None
+    per_pos = [int(d or 0) for d in (agg.get("drafted_per_pos") or [])]
+    return per_pos[:k] if len(per_pos) >= k else [int(drafts)] * k
+
+
+def k_varied(agg: Mapping[str, Any]) -> str | None:
+    """What the report says when not every draft drafted every position (dynamic or
+    adaptive k): the effective k (draft tokens per draft) beside the positions drafted."""
+    drafts, tokens = agg.get("drafts"), agg.get("draft_tokens")
+    per_pos = [int(d or 0) for d in (agg.get("drafted_per_pos") or [])]
+    if not drafts or not per_pos or all(d == drafts for d in per_pos):
+        return None
+    effective = f"{tokens / drafts:.2f}" if tokens else "unknown"
+    return (
+        f"k varied (effective k {effective} draft tokens per draft, up to {len(per_pos)} "
+        "positions): each position is judged on the drafts that drafted it"
+    )
 
 
 def cliff(ev: Evidence) -> list[Finding]:
@@ -67,8 +91,28 @@ def cliff(ev: Evidence) -> list[Finding]:
         a, _, assumed = got
         drafts = agg.get("drafts")
         counts = agg.get("accepted_per_pos") or []
-        # How many drafts reached each position (drafts for the first), when counted.
-        reached = [drafts, *counts[: len(a) - 1]] if drafts and not assumed else None
+        drafted = _drafted(agg, len(a)) or []
+        # How many drafts reached each position (drafts for the first), when counted; where
+        # k varied, of the drafts that accepted position i-1 only those that drafted i:
+        # taken in their share of the drafts that drafted i-1.
+        reached = (
+            [
+                drafts,
+                *(
+                    round(counts[i - 1] * drafted[i] / drafted[i - 1]) if drafted[i - 1] else 0
+                    for i in range(1, len(a))
+                ),
+            ]
+            if drafts and not assumed
+            else None
+        )
+        varied = k_varied(agg)
+        if varied:
+            assumed = [
+                *assumed,
+                "k varied: the drafts reaching each position taken in proportion to those "
+                "that drafted it",
+            ]
         conditional = [a[0]] + [
             a[i] / a[i - 1] if a[i - 1] > 0 else math.nan for i in range(1, len(a))
         ]
@@ -110,7 +154,8 @@ def cliff(ev: Evidence) -> list[Finding]:
                     explanation=f"Position {i} is accepted {a[i]:.0%} of the time while "
                     f"position {i - 1} is at {a[i - 1]:.0%}: given position {i - 1} was "
                     f"accepted, position {i} is only {conditional[i]:.0%} likely, against "
-                    f"{typical:.0%} typically. Positions from {i} on are broken, not weaker.",
+                    f"{typical:.0%} typically. Positions from {i} on are broken, not weaker."
+                    + (f" ({varied}.)" if varied else ""),
                     next_step="check the drafter's multi-step support (MTP heads forwarded "
                     "several times, a k above what the head was trained for, a drafter "
                     f"trained with another positional encoding), or use k={i}",
@@ -148,6 +193,7 @@ def k_too_large(ev: Evidence) -> list[Finding]:
             continue
         a, bounds, assumed = got
         k = len(a)
+        varied = k_varied(agg)
         method = method_of(ev.runs.get(run_id, {}))
         block = DRAFTER_KINDS.get(method or "") == "block"
         chain = DRAFTER_KINDS.get(method or "") == "chain"
@@ -194,11 +240,16 @@ def k_too_large(ev: Evidence) -> list[Finding]:
                 f"{', '.join(f'{x:.1%}' for x in a[suggested:][:6])}"
                 f"{' ...' if k - suggested > 6 else ''}: too little to pay for drafting and "
                 f"verifying them (marginal rule a(k+1) > c*S(k), c={c}, or the {cfg['floor']:.0%} "
-                f"floor).{estimate}",
+                f"floor).{estimate}" + (f" ({varied}.)" if varied else ""),
                 next_step=f"use num_speculative_tokens={suggested}: mean acceptance length "
                 f"{curve[suggested - 1]['tau']:.2f} instead of {curve[-1]['tau']:.2f}, with "
                 f"{saving:.0%} less draft work (see `specscope advise --run {run_id}`)",
-                measured={"k": k, "tail": a[suggested:], "tau_k": curve[-1]["tau"]},
+                measured={
+                    "k": k,
+                    "tail": a[suggested:],
+                    "tau_k": curve[-1]["tau"],
+                    **({"effective_k": _effective_k(agg)} if varied else {}),
+                },
                 expected={
                     "k": suggested,
                     "tau": curve[suggested - 1]["tau"],
@@ -219,3 +270,8 @@ def k_too_large(ev: Evidence) -> list[Finding]:
 
 def _saved(suggest: Callable[[float], int], k: int, z: float) -> float:
     return (k - suggest(z)) / k
+
+
+def _effective_k(agg: Mapping[str, Any]) -> float | None:
+    drafts, tokens = agg.get("drafts"), agg.get("draft_tokens")
+    return tokens / drafts if drafts and tokens else None
