@@ -8,6 +8,7 @@
 pub mod header;
 pub mod read;
 pub mod scan;
+pub mod template;
 
 #[cfg(feature = "python")]
 mod python;

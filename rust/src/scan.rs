@@ -17,6 +17,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
 
 use crate::header::{self, LEVELS};
+use crate::template::Template;
 
 pub const SLOW: i8 = 0;
 pub const QUIET: i8 = 1;
@@ -55,6 +56,9 @@ struct Shape {
     // first run two DFA passes and then this (1.5 against 2.7 µs a record); messages too
     // long for its memory go to `regex`.
     backtracker: BoundedBacktracker,
+    // The groups read in one pass where the text decides every choice (`template.rs`);
+    // `None`: the backtracker reads them.
+    template: Option<Template>,
     /// (column name, group index), `__m` left out.
     groups: Vec<(String, usize)>,
     marker: usize,
@@ -142,6 +146,12 @@ fn compile(pattern: &str) -> Result<Regex, SpecError> {
 
 impl Scanner {
     pub fn new(spec: &Spec) -> Result<Scanner, SpecError> {
+        Scanner::build(spec, true)
+    }
+
+    /// `templates: false` reads every shape with the backtracker (the reference the
+    /// templates are held to).
+    pub fn build(spec: &Spec, templates: bool) -> Result<Scanner, SpecError> {
         let mut literals = spec.literals.clone();
         literals.push("pid=".into());
         let levels: Vec<String> = LEVELS.iter().map(|s| s.to_string()).collect();
@@ -179,6 +189,11 @@ impl Scanner {
                 prefix: s.prefix.as_bytes().to_vec(),
                 regex,
                 backtracker,
+                template: if templates {
+                    Template::new(&s.pattern)
+                } else {
+                    None
+                },
                 groups,
                 marker,
                 list,
@@ -256,8 +271,9 @@ impl Scanner {
         }
     }
 
-    fn caches(&self) -> Vec<(backtrack::Cache, Captures)> {
-        self.shapes
+    fn caches(&self) -> Caches {
+        let per_shape = self
+            .shapes
             .iter()
             .map(|s| {
                 (
@@ -265,16 +281,11 @@ impl Scanner {
                     s.backtracker.create_captures(),
                 )
             })
-            .collect()
+            .collect();
+        (Vec::new(), per_shape)
     }
 
-    fn line(
-        &self,
-        out: &mut BlockScan,
-        raw: &str,
-        keys: &mut Keys,
-        caches: &mut [(backtrack::Cache, Captures)],
-    ) {
+    fn line(&self, out: &mut BlockScan, raw: &str, keys: &mut Keys, caches: &mut Caches) {
         let rb = raw.as_bytes();
         let has_cr = memchr(b'\r', rb).is_some();
         // What the line parser strips first: colour (rare: a regex), then a container
@@ -399,18 +410,18 @@ impl Scanner {
     }
 
     /// The first shape the message is a clean record of, its groups pushed.
-    fn shape(
-        &self,
-        out: &mut BlockScan,
-        body: &str,
-        caches: &mut [(backtrack::Cache, Captures)],
-    ) -> bool {
-        for (i, (shape, (cache, caps))) in self.shapes.iter().zip(caches).enumerate() {
+    fn shape(&self, out: &mut BlockScan, body: &str, caches: &mut Caches) -> bool {
+        let (spans, caches) = caches;
+        for (i, (shape, (cache, caps))) in self.shapes.iter().zip(caches.iter_mut()).enumerate() {
             if !body.as_bytes().starts_with(&shape.prefix) {
                 continue;
             }
-            let mut spans: Vec<Option<(usize, usize)>> = Vec::new();
-            if body.len() <= shape.backtracker.max_haystack_len() {
+            spans.clear();
+            if let Some(t) = &shape.template {
+                if !t.captures(body.as_bytes(), spans) {
+                    continue;
+                }
+            } else if body.len() <= shape.backtracker.max_haystack_len() {
                 let input = Input::new(body).anchored(Anchored::Yes);
                 if shape.backtracker.try_captures(cache, input, caps).is_err() || !caps.is_match() {
                     continue;
@@ -443,6 +454,12 @@ impl Scanner {
         false
     }
 }
+
+/// A scan's scratch: the groups' spans of the message at hand, the backtrackers' memory.
+type Caches = (
+    Vec<Option<(usize, usize)>>,
+    Vec<(backtrack::Cache, Captures)>,
+);
 
 /// The processes of a block, numbered in order of appearance.
 #[derive(Default)]

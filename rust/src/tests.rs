@@ -158,3 +158,150 @@ fn a_parallel_scan_of_a_large_block_is_the_scan() {
     assert_eq!(found.shapes[0].lines.len(), 20_000);
     assert_eq!(scanner.scan_parallel(&text, 2), found);
 }
+
+/// The plain shapes of the repository's own definitions, as the scanner compiles them.
+fn real_shapes() -> Vec<String> {
+    let find = Regex::new(r"(?m)^pattern = '(.*)'$").unwrap();
+    [
+        include_str!("../../parsers/vllm_v1_spec_decode.toml"),
+        include_str!("../../parsers/vllm_v1_engine_stats.toml"),
+    ]
+    .iter()
+    .flat_map(|text| {
+        find.captures_iter(text)
+            .map(|c| format!("^(?P<__m>){}$", &c[1]))
+            .collect::<Vec<_>>()
+    })
+    .collect()
+}
+
+/// A text the pattern matches, chosen by `seed` (optional parts in or out, repetitions
+/// of any length the pattern allows up to a few more than its least).
+fn sample(hir: &regex_syntax::hir::Hir, seed: &mut u64, out: &mut String) {
+    use regex_syntax::hir::{Class, HirKind};
+    let mut next = |n: u64| {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed % n.max(1)
+    };
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => {}
+        HirKind::Literal(l) => out.push_str(std::str::from_utf8(&l.0).unwrap()),
+        HirKind::Class(Class::Unicode(c)) => {
+            let r = c.ranges()[next(c.ranges().len() as u64) as usize];
+            let span = u64::from(r.end()) - u64::from(r.start()) + 1;
+            out.push(char::from_u32(u32::from(r.start()) + next(span) as u32).unwrap());
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let r = c.ranges()[next(c.ranges().len() as u64) as usize];
+            out.push(char::from(r.start()));
+        }
+        HirKind::Repetition(r) => {
+            let max = r.max.unwrap_or(r.min + 4).min(r.min + 4);
+            let n = r.min + next(u64::from(max - r.min) + 1) as u32;
+            for _ in 0..n {
+                sample(&r.sub, seed, out);
+            }
+        }
+        HirKind::Capture(c) => sample(&c.sub, seed, out),
+        HirKind::Concat(v) => v.iter().for_each(|h| sample(h, seed, out)),
+        HirKind::Alternation(v) => {
+            let i = next(v.len() as u64) as usize;
+            sample(&v[i], seed, out);
+        }
+    }
+}
+
+static SHAPES: LazyLock<Vec<(Regex, regex_syntax::hir::Hir, crate::template::Template)>> =
+    LazyLock::new(|| {
+        real_shapes()
+            .iter()
+            .map(|p| {
+                let hir = regex_syntax::Parser::new().parse(p).unwrap();
+                let template = crate::template::Template::new(p)
+                    .unwrap_or_else(|| panic!("no template for {p}"));
+                (Regex::new(p).unwrap(), hir, template)
+            })
+            .collect()
+    });
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+    /// The one-pass reading of a shape gives the regex's groups, on records of the shape
+    /// (every optional part in or out) and on records bent by a few edits.
+    #[test]
+    fn a_template_reads_what_the_regex_reads(
+        which in 0usize..16,
+        mut seed in 1u64..,
+        edits in proptest::collection::vec((0usize..400, 0usize..3, "[0-9., %:A-Za-z/-]{1,3}"), 0..4),
+    ) {
+        let (regex, hir, template) = &SHAPES[which % SHAPES.len()];
+        let mut text = String::new();
+        sample(hir, &mut seed, &mut text);
+        for (at, how, piece) in edits {
+            let at = at % (text.len() + 1);
+            match how {
+                0 => text.insert_str(at, &piece),
+                1 => { text.remove(at.min(text.len().saturating_sub(1)).min(text.len())); }
+                _ => text.truncate(at),
+            }
+            if text.is_empty() { break; }
+        }
+        let want = regex.captures(&text).map(|c| {
+            c.iter().skip(1).map(|m| m.map(|m| (m.start(), m.end()))).collect::<Vec<_>>()
+        });
+        let mut spans = Vec::new();
+        let got = template.captures(text.as_bytes(), &mut spans).then(|| spans[1..].to_vec());
+        prop_assert_eq!(got, want, "{}", text);
+    }
+
+    /// The scanner with templates classifies and cuts as the one without them.
+    #[test]
+    fn templates_change_no_scan(lines in proptest::collection::vec((0usize..16, 1u64.., 0usize..300, "[0-9., %]{0,2}"), 1..30)) {
+        let mut text = String::new();
+        for (which, mut seed, cut, piece) in lines {
+            let (_, hir, _) = &SHAPES[which % SHAPES.len()];
+            text.push_str("(APIServer pid=4741) INFO 04-07 17:19:59 [metrics.py:101] ");
+            let mut record = String::new();
+            sample(hir, &mut seed, &mut record);
+            if cut < record.len() {
+                record.insert_str(cut, &piece);
+            }
+            text.push_str(&record);
+            text.push('\n');
+        }
+        let with = &*REAL;
+        let without = &*REAL_BACKTRACKED;
+        prop_assert_eq!(with.scan(&text), without.scan(&text));
+    }
+}
+
+fn real_spec() -> Spec {
+    let shapes = real_shapes()
+        .into_iter()
+        .map(|pattern| ShapeSpec {
+            prefix: pattern
+                .trim_start_matches("^(?P<__m>)")
+                .chars()
+                .take_while(|ch| !"\\()[]{}.*+?|^$".contains(*ch))
+                .collect(),
+            pattern,
+        })
+        .collect();
+    Spec {
+        shapes,
+        max_list_bytes: 7 * 64 - 2,
+        ..spec()
+    }
+}
+
+static REAL: LazyLock<Scanner> = LazyLock::new(|| Scanner::build(&real_spec(), true).unwrap());
+static REAL_BACKTRACKED: LazyLock<Scanner> =
+    LazyLock::new(|| Scanner::build(&real_spec(), false).unwrap());
+
+#[test]
+fn every_real_shape_has_a_template() {
+    assert!(SHAPES.len() >= 5);
+}

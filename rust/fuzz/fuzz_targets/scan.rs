@@ -1,6 +1,7 @@
 //! Any bytes through the core: the scanner (with the plain shapes of the repository's own
-//! definitions), the hand-written header parsers against the regexes they stand for, and
-//! the line cap. A panic, a disagreement or a read past a buffer is a finding.
+//! definitions, their one-pass templates against the backtracker), the hand-written header
+//! parsers against the regexes they stand for, and the line cap. A panic, a disagreement or
+//! a read past a buffer is a finding.
 #![no_main]
 
 use std::sync::LazyLock;
@@ -25,7 +26,11 @@ const DEFINITIONS: [&str; 2] = [
     include_str!("../../../parsers/vllm_v1_engine_stats.toml"),
 ];
 
-static SCANNER: LazyLock<Scanner> = LazyLock::new(|| {
+static SCANNER: LazyLock<Scanner> = LazyLock::new(|| Scanner::new(&spec()).unwrap());
+// The same shapes read by the backtracker alone: the one-pass templates are held to it.
+static BACKTRACKED: LazyLock<Scanner> = LazyLock::new(|| Scanner::build(&spec(), false).unwrap());
+
+fn spec() -> Spec {
     let find = Regex::new(r"(?m)^pattern = '(.*)'$").unwrap();
     let mut shapes = Vec::new();
     for text in DEFINITIONS {
@@ -41,16 +46,24 @@ static SCANNER: LazyLock<Scanner> = LazyLock::new(|| {
             });
         }
     }
-    assert!(shapes.len() >= 4, "the definitions' plain shapes were not found");
-    let literals: Vec<String> = ["SpecDecoding", "Engine", "model", "Per-position acceptance rate"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    assert!(
+        shapes.len() >= 4,
+        "the definitions' plain shapes were not found"
+    );
+    let literals: Vec<String> = [
+        "SpecDecoding",
+        "Engine",
+        "model",
+        "Per-position acceptance rate",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let prefixes = literals
         .iter()
         .flat_map(|l| (1..l.len()).map(move |j| l[..j].to_string()))
         .collect();
-    Scanner::new(&Spec {
+    Spec {
         literals,
         prefixes,
         shapes,
@@ -58,9 +71,8 @@ static SCANNER: LazyLock<Scanner> = LazyLock::new(|| {
         ansi: ANSI.into(),
         prefix: PREFIX.into(),
         inner_head: format!(r"\(|\)|\[|\]|pid=|(?:{LEVELS})\s+\d\d-\d\d"),
-    })
-    .unwrap()
-});
+    }
+}
 static DATED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
         r"(?P<_head>{HEAD}(?P<_level>{LEVELS}) (?P<_month>0[1-9]|1[0-2])-(?P<_day>0[1-9]|[12][0-9]|3[01]) (?P<_time>(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]) \[[A-Za-z0-9_./-]{{1,200}}:[0-9]{{1,6}}\] )\S"
@@ -82,11 +94,10 @@ fuzz_target!(|data: &[u8]| {
     if text.len() > 1 << 12 {
         assert_eq!(SCANNER.scan_parallel(&text, 2), found);
     }
+    assert_eq!(BACKTRACKED.scan(&text), found);
     // The header parsers: what the regexes say, on every line.
     for line in text.split('\n').take(64) {
-        let want = DATED
-            .captures(line)
-            .map(|c| c.name("_head").unwrap().end());
+        let want = DATED.captures(line).map(|c| c.name("_head").unwrap().end());
         assert_eq!(header::dated(line).map(|h| h.body), want, "{line:?}");
         let want = UNDATED
             .captures(line)
