@@ -1,0 +1,108 @@
+"""Detection over many runs (issue 23): the screens that keep row-reading detectors to the
+runs they need give the findings of the detectors run over every run, and the rollups
+give what the rows give. Real stores: a synthetic fleet written through the store writer
+(``bench/fleet_store.py``) and every real excerpt of the fixtures ingested together."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import specscope
+from specscope.acceptance import weighted_acceptance
+from specscope.analysis.detectors import findings_of
+from specscope.analysis.evidence import evidence_from, gather
+from specscope.store.reading import open_store
+from specscope.store.rollup import per_run
+from tests.helpers import FIXTURES, ROOT, SEEDS
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fleet_store import Fleet, write_fleet
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 servers for a day at one interval a minute, every row stored, every sickness."""
+    path = tmp_path_factory.mktemp("fleet") / "store"
+    write_fleet(path, Fleet(servers=40, days=1, interval_s=60, sample=1.0, every_sickness=True))
+    return path
+
+
+def _said(findings: list[Any]) -> list[dict[str, Any]]:
+    return [f.to_dict() for f in findings]
+
+
+def test_fleet_rollups_are_the_sums_of_its_rows(fleet: Path) -> None:
+    store = open_store(fleet)
+    assert store.sums_cover_rows()
+    from_rollups = per_run(store.run_sums).sort("run_id")
+    from_rows = weighted_acceptance(store.spec_decode, ["run_id"]).sort("run_id")
+    assert from_rollups.height == store.runs.collect().height > 100
+    assert_frame_equal(from_rollups, from_rows, check_dtypes=False)
+
+
+def test_screens_keep_every_finding_of_the_fleet(fleet: Path) -> None:
+    ev = gather(open_store(fleet))
+    everything = _said(findings_of(ev, screened=False))
+    kinds = {f["kind"] for f in everything}
+    # Each sickness the fleet was given is found, so each screen had something to keep.
+    assert {
+        "zero_acceptance",
+        "low_acceptance",
+        "concurrency_collapse",
+        "acceptance_drift",
+        "kv_cache_saturation",
+        "prefix_cache_penalty",
+        "k_too_large",
+    } <= kinds
+    assert _said(findings_of(ev)) == everything
+
+
+def test_rollup_path_gives_the_row_path_findings(fleet: Path) -> None:
+    store = open_store(fleet)
+    from_rollups = gather(store)
+    from_rows = evidence_from(
+        store.spec_decode.collect(),
+        store.engine_stats.collect(),
+        store.runs.collect(),
+        store.events.collect(),
+        store.bench.collect(),
+    )
+    assert list(from_rollups.per_run) == list(from_rows.per_run)
+    assert _said(findings_of(from_rollups)) == _said(findings_of(from_rows, screened=False))
+
+
+def test_screens_keep_every_finding_of_the_real_excerpts(tmp_path: Path) -> None:
+    """Every seed and world excerpt in one store: runs of every engine and shape, launches
+    without speculation beside ones with it, benchmarks and stated comparisons."""
+    logs = sorted(SEEDS.glob("*.txt")) + sorted((FIXTURES / "world").glob("*.log"))
+    assert len(logs) > 50
+    store = tmp_path / "store"
+    specscope.ingest(logs, store=store, year=2026)
+    ev = gather(open_store(store))
+    everything = _said(findings_of(ev, screened=False))
+    assert len({f["kind"] for f in everything}) >= 8
+    assert _said(findings_of(ev)) == everything
+    # The same without the benchmarks, where no_speedup's screen narrows to the sources
+    # that hold a launch without speculation.
+    bare = gather(open_store(store))
+    bare.bench = bare.bench.clear()
+    assert _said(findings_of(bare)) == _said(findings_of(bare, screened=False))
+
+
+def test_a_store_of_many_runs_detects_the_same_whatever_the_order(fleet: Path) -> None:
+    """Narrowing keeps the runs' order: findings come in it, and so do reports."""
+    ev = gather(open_store(fleet))
+    ids = list(ev.runs)
+    from specscope.analysis.detectors.screens import narrowed
+
+    half = narrowed(ev, ids[::2])
+    assert list(half.runs) == ids[::2]
+    assert half.spec is ev.spec
+    assert pl.Series(list(half.runs)).is_in(ids).all()
