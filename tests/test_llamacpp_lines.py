@@ -99,8 +99,25 @@ def test_zero_acceptance_through_triage(cli) -> None:
     r = cli("triage", ENGINES / "llamacpp_server_mtp_zero.log", "--fail-on", "critical", "--json")
     assert r.status == ExitStatus.FINDINGS, r.err
     findings = json.loads(r.out)["findings"]
-    assert {f["kind"] for f in findings} == {"zero_acceptance"}
-    assert findings[0]["confidence"]["level"] == "certain"
+    # One server, one fault: the statistics run's finding (it counts drafts), which names
+    # the request lines' run; that run gets neither a second finding nor insufficient_data.
+    (finding,) = findings
+    assert finding["kind"] == "zero_acceptance"
+    assert finding["confidence"]["level"] == "certain"
+    assert finding["sample"]["drafts"] == 400 and finding["lines"] == [2, 2]
+    request_run = finding["run_id"].rsplit("-", 1)[0] + "-1"
+    assert f"(run {request_run}) count the same tokens" in finding["explanation"]
+
+
+def test_request_lines_alone_still_get_their_finding(cli, tmp_path: Path) -> None:
+    # Without the statistics line (an older llama-server) the request line is all there is.
+    log = tmp_path / "requests.log"
+    lines = (ENGINES / "llamacpp_server_mtp_zero.log").read_text(encoding="utf-8").splitlines()
+    log.write_text(lines[0] + "\n", encoding="utf-8")
+    r = cli("triage", log, "--json")
+    findings = json.loads(r.out)["findings"]
+    assert [f["kind"] for f in findings] == ["zero_acceptance"]
+    assert "same tokens" not in findings[0]["explanation"]
 
 
 @pytest.mark.parametrize(

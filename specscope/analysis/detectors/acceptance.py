@@ -74,6 +74,46 @@ def zero(ev: Evidence) -> list[Finding]:
                 ),
             )
         )
+    return _one_per_llamacpp_server(ev, out)
+
+
+def _llamacpp_echoes(ev: Evidence) -> dict[str, list[str]]:
+    """llama-server prints each request's line and, beside it, the since-start
+    ``statistics`` line of each speculative implementation: the same tokens, stored as runs
+    of their own (never summed). Each run of request lines (no drafts counted) with the
+    runs of the same log's statistics lines (drafts counted) that count its tokens again."""
+    counted: dict[str, list[str]] = {}
+    requests: dict[str, str] = {}
+    for run_id, run in ev.runs.items():
+        source = run.get("source_id")
+        if run.get("server") != "llama.cpp" or not source or run_id not in ev.per_run:
+            continue
+        if ev.per_run[run_id].get("drafts"):
+            counted.setdefault(str(source), []).append(run_id)
+        else:
+            requests[run_id] = str(source)
+    return {r: counted[s] for r, s in requests.items() if s in counted}
+
+
+def _one_per_llamacpp_server(ev: Evidence, found: list[Finding]) -> list[Finding]:
+    """One fault, one finding: where a llama.cpp log's statistics run says nothing is
+    accepted, its request lines' run, which says so again, gets no finding of its own; the
+    statistics run's (it counts drafts) names it."""
+    echoes = _llamacpp_echoes(ev)
+    fired = {f.run_id for f in found}
+    echoed = {r: runs for r, runs in echoes.items() if fired & set(runs)}
+    out = []
+    for f in found:
+        if f.run_id in echoed:
+            continue
+        same = sorted(r for r, runs in echoed.items() if f.run_id in runs)
+        if same:
+            f = replace(
+                f,
+                explanation=f.explanation + " The requests' own lines in this log (run "
+                f"{', '.join(same)}) count the same tokens: one fault, one finding.",
+            )
+        out.append(f)
     return out
 
 
@@ -401,6 +441,9 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
     cfg = ev.config["evidence"]
     z, width = cfg["z"], cfg["tell_apart"]
     done = {part for run_ids in judged for part in run_ids.split(",")}
+    # A llama.cpp log's request lines count the tokens its statistics lines count: the
+    # statistics run's verdict is theirs.
+    done |= set(_llamacpp_echoes(ev))
     for run_id, agg in ev.per_run.items():
         if run_id in done:
             continue
