@@ -76,7 +76,10 @@ def test_a_run_over_two_ingests_sums_as_one_and_keeps_the_first_k_among_equals(t
     report = specscope.ingest([log], store=tmp_path / "s")
     assert report.sources[0].status == "grown"
     store = specscope.open_store(tmp_path / "s")
-    assert len(store.files("run_sums")) == 2
+    # The grown log's rows went into the source's file, their sums into its rollup's: two
+    # rows of sums for the run, in one file each.
+    assert len(store.files("run_sums")) == len(store.files("spec_decode")) == 1
+    assert store.run_sums.collect().height == 2
     assert_rollups_match_rows(store)
     (row,) = rollup.per_run(store.run_sums).to_dicts()
     assert row["records"] == 4 and row["k"] == 4 and row["drafts"] == 300

@@ -55,6 +55,9 @@ class Inspection:
     problem: Problem | None
     columns: list[str]
     rows: int
+    # Read only the first rows: the file is a newer version (``DataFile.newer``) of the
+    # one committed, still being moved in, that grew by rows not to be read yet.
+    limit: int | None = None
 
 
 _seen: dict[tuple[str, int, int, int, str, str], Inspection] = {}
@@ -76,6 +79,8 @@ def inspect(file: DataFile) -> Inspection:
     except FileNotFoundError:
         return Inspection(Problem(MISSING, file.path, "listed in the manifest, not there"), [], 0)
     committed = "" if file.entry is None else f"{file.entry.sha256}:{file.entry.rows}"
+    if file.newer is not None:
+        committed += f"/{file.newer.sha256}"
     key = (str(file.path), st.st_ino, st.st_size, st.st_mtime_ns, file.table, committed)
     if key not in _seen:
         _seen[key] = _inspect(file, st.st_size)
@@ -99,6 +104,14 @@ def _inspect(file: DataFile, size: int) -> Inspection:
             detail = f"{rows} rows, the manifest says {entry.rows}"
             return Inspection(Problem(DAMAGED, file.path, detail), columns, rows)
         return Inspection(None, columns, rows)
+    newer = file.newer
+    if (
+        entry is not None
+        and newer is not None
+        and (size, rows) == (newer.bytes, newer.rows)
+        and sha256_of(file.path) == newer.sha256
+    ):
+        return Inspection(None, columns, entry.rows, limit=entry.rows)
     swapped = schema_problem(schema, file.table)
     if swapped:
         changed = "" if entry is None else " (its bytes are not those committed)"

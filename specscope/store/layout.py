@@ -9,9 +9,15 @@ table and how their names order them.
     STORE/.lock                                         the writers' lock and lease
 
 The manifest lists each ingest with the files it committed (path, rows, bytes, sha256):
-only those files are the store's. An ingest committed before files were listed ("legacy")
-owns the files named after it. An ingest whose files are still in ``stage/files-<id>/``
-is committed but not yet moved in (``commit``): readers leave it out until it is.
+only those files are the store's. A later ingest may list a path again: it grew that file
+(``writing``: the newest file of a folder takes the next rows of its source, by rename
+over it, until it is full), and its entry is the file's now. A grown file holds the rows
+it held first, then the new ones, so the entry before still describes its first rows.
+
+An ingest committed before files were listed ("legacy") owns the files named after it.
+An ingest whose files are still in ``stage/files-<id>/`` is committed but not yet moved
+in (``commit``): readers leave it out until it is (of a file it grew and moved in
+already, they read the rows the entry before describes).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +61,20 @@ class FileEntry:
 @dataclass(frozen=True)
 class DataFile:
     """A data file of the store: where it is, the ingest that committed it (and where that
-    ingest comes in the commit order) and its entry (None for a legacy ingest's file)."""
+    ingest comes in the commit order) and its entry (None for a legacy ingest's file).
+
+    ``first``: where the ingest that made the file comes (a grown file keeps its place
+    among its folder's files). ``newer``: the entry of an ingest that grew the file and is
+    still being moved in; the file may already be that version, whose first
+    ``entry.rows`` rows are the file as ``entry`` committed it."""
 
     path: Path
     table: str
     ingest: str
     order: int
     entry: FileEntry | None
+    first: int = -1
+    newer: FileEntry | None = None
 
 
 def default_store_path(env: dict[str, str] | None = None) -> Path:
@@ -151,10 +165,16 @@ def listed_files(path: Path, manifest: dict[str, Any] | None = None) -> list[Dat
 
 def live_files(path: Path, table: str, manifest: dict[str, Any] | None = None) -> list[DataFile]:
     """The files that make ``table`` now: those of the ingests committed and moved in (the
-    newest of each folder, for runs and sources), in the order they were written."""
+    newest of each folder, for runs and sources), in the order they were written. A file
+    that several ingests listed (it grew) is there once, as the newest of them left it."""
     manifest = read_manifest(path) if manifest is None else manifest
     skip = moving(path)  # read after the manifest: an ingest listed and not moving is in
-    found = [f for f in listed_files(path, manifest) if f.table == table and f.ingest not in skip]
+    mine = [f for f in listed_files(path, manifest) if f.table == table]
+    pending = newest_of_each_path(f for f in mine if f.ingest in skip)
+    found = [
+        replace(f, newer=pending[f.path].entry) if f.path in pending else f
+        for f in newest_of_each_path(f for f in mine if f.ingest not in skip).values()
+    ]
     if table in LATEST_ONLY:
         latest: dict[Path, DataFile] = {}
         for f in found:
@@ -164,7 +184,16 @@ def live_files(path: Path, table: str, manifest: dict[str, Any] | None = None) -
         found = list(latest.values())
     # As written: by folder, by ingest (in the order they were committed: two ingests
     # in one second have ids in random order), then by number within an ingest.
-    return sorted(found, key=lambda f: (str(f.path.parent), f.order, file_number(f.path)))
+    return sorted(found, key=lambda f: (str(f.path.parent), f.first, file_number(f.path)))
+
+
+def newest_of_each_path(files: Iterable[DataFile]) -> dict[Path, DataFile]:
+    """Each path's newest listing, that keeps the place of its first (``DataFile.first``)."""
+    out: dict[Path, DataFile] = {}
+    for f in sorted(files, key=lambda f: f.order):
+        before = out.get(f.path)
+        out[f.path] = replace(f, first=f.order if before is None else before.first)
+    return out
 
 
 def committed_files(path: Path, table: str) -> list[Path]:

@@ -86,6 +86,8 @@ class Store:
         frames = []
         for f, seen in checked:
             lf = pl.scan_parquet(f.path)
+            if seen.limit is not None:
+                lf = lf.head(seen.limit)
             # A file written before a column was added lacks it: it reads as null.
             lf = lf.with_columns(
                 pl.lit(None, dtype).alias(column)

@@ -25,12 +25,25 @@ from specscope.errors import StoreError
 from specscope.schema import TABLES
 from specscope.store import commit as committing
 from specscope.store import durable
-from specscope.store.layout import LOCK, MANIFEST, STAGE, files_dir
+from specscope.store.integrity import inspect
+from specscope.store.layout import (
+    LATEST_ONLY,
+    LOCK,
+    MANIFEST,
+    STAGE,
+    files_dir,
+    ingest_of,
+    live_files,
+)
 from specscope.store.locking import HELD, TAKEOVER, Lease, Watchdog, acquire, lease_seconds
 from specscope.store.rollup import RunSums
 
 _LOCK_WAIT_S = 30.0
 ROW_GROUPS_PER_FILE = 256
+# A source's newest file takes the next rows while under both (``StoreWriter.add_parts``):
+# 100 pulls of one server stay one file, and rewriting a file costs at most this much.
+GROW_ROWS = 100_000
+GROW_BYTES = 8 << 20
 
 
 class StoreLike(Protocol):
@@ -227,20 +240,31 @@ class StoreWriter:
         at most ROW_GROUPS_PER_FILE of them, then the next file begins (a Parquet writer
         holds every group's metadata until it closes). Spec-decode rows get their
         ``run_sums`` beside them: summed here, or ``run_sums()`` once the parts are read
-        (a caller that sums the same rows already)."""
+        (a caller that sums the same rows already).
+
+        The first rows go into the source's newest file while it is small (``growable``):
+        a pull every few minutes would otherwise leave a file a pull in every table."""
         folder = f"source_id={source_id}"
         schema = TABLES[name]
         written = 0
         summed = RunSums() if name == "spec_decode" and run_sums is None else None
         pending = iter(p for p in parts if not p.is_empty())
         part = next(pending, None)
+        if part is None:
+            return 0
+        grown = self._growable(name, folder)
         sequence = 0
         while part is not None:
             stem = f"part-{self.ingest_id}" + (f".{sequence}" if sequence else "")
+            dest = self.staged(name, folder, f"{stem}.parquet")
+            if grown is not None and sequence == 0:
+                dest = self.staged(*grown.relative_to(self.store.path).parts)
             with (
-                self._file(self.staged(name, folder, f"{stem}.parquet")) as path,
+                self._file(dest) as path,
                 pq.ParquetWriter(path, schema, compression="zstd") as writer,
             ):
+                if grown is not None and sequence == 0:
+                    writer.write_table(conform(pq.read_table(grown), schema))
                 for _ in range(ROW_GROUPS_PER_FILE):
                     if part is None:
                         break
@@ -251,16 +275,46 @@ class StoreWriter:
                     self._beat()
                     part = next(pending, None)
             sequence += 1
-        if written:
-            self.sources.append(source_id)
-        if name == "spec_decode" and written:
+        self.sources.append(source_id)
+        if name == "spec_decode":
             if summed is not None:
                 rollup = summed.table(TABLES["run_sums"])
             else:
                 assert run_sums is not None  # spec_decode rows are summed here unless given
                 rollup = run_sums()
-            self._write(rollup, self.staged("run_sums", folder, f"part-{self.ingest_id}.parquet"))
+            sums_file = self.store.path / "run_sums" / folder / f"part-{self.ingest_id}.parquet"
+            if grown is not None and sequence == 1:
+                # Only the grown file took rows: its ingest's rollup takes their sums.
+                sums_file = sums_file.with_name(f"part-{ingest_of(grown)}.parquet")
+                if sums_file.is_file():
+                    rollup = pa.concat_tables(
+                        [conform(pq.read_table(sums_file), TABLES["run_sums"]), rollup]
+                    )
+            self._write(rollup, self.staged(*sums_file.relative_to(self.store.path).parts))
         return written
+
+    def _growable(self, name: str, folder: str) -> Path | None:
+        """The newest file of ``name/folder`` if the next rows may go into it: it is small
+        (under GROW_ROWS rows and GROW_BYTES), whole as committed, and this ingest has
+        written nothing there yet (two versions of one file in one ingest: the second would
+        lose the first's rows)."""
+        if name in LATEST_ONLY:
+            return None
+        where = self.store.path / name / folder
+        if any(p.parent == self.staged(name, folder) for p in self.written):
+            return None
+        try:
+            files = [f for f in live_files(self.store.path, name) if f.path.parent == where]
+        except StoreError:
+            return None
+        if not files or files[-1].entry is None:
+            return None
+        newest = files[-1]
+        if newest.entry is None or newest.entry.rows >= GROW_ROWS:
+            return None
+        if newest.entry.bytes >= GROW_BYTES or inspect(newest).problem is not None:
+            return None
+        return newest.path
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
         table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
@@ -313,4 +367,22 @@ class StoreWriter:
             ) from exc
 
 
-__all__ = ["ROW_GROUPS_PER_FILE", "StoreWriter", "locked_writer", "new_ingest_id"]
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s columns: one written before a column was added has it
+    as nulls."""
+    columns = [
+        table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(len(table), f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+__all__ = [
+    "GROW_BYTES",
+    "GROW_ROWS",
+    "ROW_GROUPS_PER_FILE",
+    "StoreWriter",
+    "conform",
+    "locked_writer",
+    "new_ingest_id",
+]
