@@ -12,6 +12,13 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1
 
+# ``ts`` is the clock as the source printed it: the server's local time in a log (vLLM
+# prints no zone), UTC in a pull or a scrape. ``ts_utc`` is the same instant in UTC where
+# it is known: always for pulls and scrapes, for a log whose lines a container runtime
+# stamped with a zone (``logs.zone``), else null. Added at the end: older files read it
+# as null.
+_TS_UTC = pa.field("ts_utc", pa.timestamp("ms", tz="UTC"))
+
 _where = [
     pa.field("source", pa.string()),  # the path as given to ingest
     pa.field("line", pa.int64()),  # 1-based line where the record starts
@@ -21,7 +28,7 @@ SPEC_DECODE = pa.schema(
     [
         *_where,
         pa.field("end_line", pa.int64()),  # last line of a wrapped record
-        pa.field("ts", pa.timestamp("ms")),  # server local time; null when the log has none
+        pa.field("ts", pa.timestamp("ms")),  # as the source printed it (see _TS_UTC); may be null
         pa.field("run_id", pa.string()),
         pa.field("engine", pa.int32()),  # data-parallel engine index; null when not known
         pa.field("format", pa.string()),  # the definition that read the record
@@ -46,6 +53,7 @@ SPEC_DECODE = pa.schema(
         # Drafts that reached position i, where an engine counts them (TensorRT-LLM, vLLM's
         # per-position drafted counter): the per-position denominators when k varies.
         pa.field("drafted_per_pos", pa.list_(pa.int64())),
+        _TS_UTC,
     ]
 )
 
@@ -77,6 +85,7 @@ ENGINE_STATS = pa.schema(
         pa.field("mean_itl_ms", pa.float64()),  # pulls: the interval's mean inter-token latency
         pa.field("problems", pa.string()),
         pa.field("extra", pa.string()),
+        _TS_UTC,
     ]
 )
 
@@ -89,6 +98,7 @@ EVENTS = pa.schema(
         pa.field("code", pa.string()),  # stable short code detectors key on
         pa.field("message", pa.string()),
         pa.field("detail", pa.string()),  # JSON of what the pattern captured
+        _TS_UTC,
     ]
 )
 

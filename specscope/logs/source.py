@@ -183,6 +183,18 @@ class Source:
         first = next(self._chunks(), b"")
         return _encoding(first[:_SNIFF], self.display)
 
+    def head(self, size: int) -> str:
+        """The first ``size`` bytes or so of the content (gunzipped), as text."""
+        got: list[bytes] = []
+        held = 0
+        for chunk in self._chunks():
+            got.append(chunk[: size - held])
+            held += len(got[-1])
+            if held >= size:
+                break
+        data = b"".join(got)
+        return data.decode(_encoding(data[:_SNIFF], self.display), errors="replace")
+
     def blocks(self, size: int, long: LongLines | None = None) -> Iterator[bytes]:
         """The content in blocks of about ``size`` bytes that end where a line ends (the
         last may not): for reading in bulk. Lines over the line limit come empty, as from

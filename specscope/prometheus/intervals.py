@@ -321,6 +321,9 @@ def _finish_rows(parts: list[pl.DataFrame], targets: pl.DataFrame) -> pl.DataFra
     return rows.with_columns(
         pl.col("t").alias("_t"),
         pl.from_epoch((pl.col("t") * 1e6).round(0).cast(pl.Int64), "us").alias("ts"),
+        pl.from_epoch((pl.col("t") * 1e6).round(0).cast(pl.Int64), "us")
+        .dt.replace_time_zone("UTC")
+        .alias("ts_utc"),
         pl.when(pl.col("format") == "prometheus_sglang")
         .then(pl.lit(None, pl.Int32))
         .otherwise(pl.col("engine"))
