@@ -400,3 +400,98 @@ def test_markdown_shows_a_curve_as_numbers_not_a_repr():
     assert md([0.006097560975609756, 0.0, None]) == "[0.006, 0.000, –]"
     assert md((1, 2.5)) == "[1, 2.500]"
     assert md(0.046494992846924176) == "0.046"
+
+
+# -- over many runs (issue 23) ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """A synthetic fleet (``bench/fleet_store.py``): 42 servers of six setups for a day, a
+    few sick each one way; about 120 runs, so the report groups them."""
+    import sys
+
+    from .helpers import ROOT
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from fleet_store import Fleet, write_fleet
+
+    path = tmp_path_factory.mktemp("fleet") / "store"
+    write_fleet(path, Fleet(servers=42, days=1, interval_s=60, sample=0.3, every_sickness=True))
+    return specscope.open_store(path)
+
+
+def test_a_report_over_many_runs_groups_them_and_counts_the_rest(fleet, tmp_path):
+    from specscope.analysis.detectors import detect
+    from specscope.report.setups import LIST_RUNS_UP_TO, MAX_FINDINGS
+
+    report = build_report(fleet)
+    found = detect(fleet)
+    total_runs = fleet.runs.collect().height
+    assert report.grouped and report.runs_total == total_runs > LIST_RUNS_UP_TO
+    # Every run is in one setup, and the setups' sums are the runs' sums.
+    assert sum(s["runs"] for s in report.setups) + report.setups_left.get("runs", 0) == total_runs
+    drafts = sum(int(a["drafts"]) for a in fleet.run_sums.collect().to_dicts())
+    assert sum(s["drafts"] for s in report.setups) + report.setups_left.get("drafts", 0) == drafts
+    # The worst findings in full, the rest counted: nothing is lost.
+    assert len(report.findings) <= MAX_FINDINGS
+    assert len(report.findings) + sum(e["findings"] for e in report.findings_left) == len(found)
+    assert report.findings[0]["kind"] == found[0].kind  # the worst comes first
+    # Runs listed: those the findings shown name, and the outliers.
+    named = {r for f in report.findings for r in f["run_id"].split(",")}
+    assert {r["run_id"] for r in report.runs} >= named
+    assert len(report.runs) + report.runs_left == total_runs
+    # A server that accepts nothing is an outlier of its setup, and comes first.
+    sick = {r["run_id"]: json.loads(r["config"])["sick"] for r in fleet.runs.collect().to_dicts()}
+    assert report.outliers and sick[report.outliers[0]["run_id"]] in ("zero", "low")
+    assert all(o["interval"][1] < o["setup_rest_rate"] for o in report.outliers)
+    text = render_markdown(report, tmp_path / "fleet.md")
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    assert "## Setups" in text and "--per-run" in text and "more finding" in text
+    # One line per setup in the charts, not one per run.
+    per_position = next(s for n, _, s in report.charts if n == "per_position")
+    data = per_position.get("data") or next(iter(per_position["datasets"].values()))
+    values = data["values"] if isinstance(data, dict) else data
+    assert len({v["run"] for v in values}) == len(report.per_position) <= 8
+
+
+def test_per_run_lists_every_run(fleet):
+    report = build_report(fleet, per_run=True, with_charts=False)
+    assert not report.grouped and not report.setups
+    assert len(report.runs) == fleet.runs.collect().height
+    assert "setups" not in report.to_dict()
+
+
+def test_the_grouped_html_report_draws_in_chromium(fleet, tmp_path, cli):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    out = tmp_path / "fleet.html"
+    r = cli("report", "--store", fleet.path, "--out", out)
+    assert r.status == 0, r.err
+    page = out.read_text()
+    assert "<h2>Setups</h2>" in page and "Outliers" in page
+    charts = page.count('class="chart"')
+    assert charts >= 4
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chrome'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert dom.count('data-rendered="yes"') == charts
+    assert dom.count("<svg") >= charts
+    full = cli("report", "--store", fleet.path, "--out", tmp_path / "all.md", "--per-run")
+    assert full.status == 0, full.err
+    assert "## Setups" not in (tmp_path / "all.md").read_text()

@@ -413,6 +413,7 @@ def advise(
     epilog="Examples:\n\n"
     "  specscope report --out report.md        # PNG charts in report_files/\n\n"
     "  specscope report --run s09b4732cdd-5 --out triage.html\n\n"
+    "  specscope report --per-run --out fleet.html   # every run listed, not by setup\n\n"
     "  specscope report --json",
 )
 def report(
@@ -434,12 +435,22 @@ def report(
             "--redact-hosts/--no-redact-hosts", help="Hide host names and IP addresses (on)."
         ),
     ] = True,
+    per_run: Annotated[
+        bool,
+        typer.Option(
+            "--per-run",
+            help="List every run and every finding, charts by run (over 20 runs the report "
+            "groups them by setup and names the worst and the outliers).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Write a triage report to attach to a GitHub issue (Markdown or HTML).
 
     A verdict, the runs, the findings with redacted log lines, per-position acceptance and
-    the k advice, charts, and what moves acceptance across the runs of the store.
+    the k advice, charts, and what moves acceptance across the runs of the store. Over
+    many runs: the setups, the worst findings of each kind and the outliers (--per-run for
+    all).
     """
     # Here, not at the top: Altair takes a while to import and most commands need none of it.
     from specscope.report.build import build_report
@@ -452,7 +463,11 @@ def report(
             report_kind(out)  # before the work, not after it
         redactor = Redactor(enabled=redact, hosts=redact_hosts)
         built = build_report(
-            open_store(store), run_ids=run, redactor=redactor, with_charts=not as_json
+            open_store(store),
+            run_ids=run,
+            redactor=redactor,
+            with_charts=not as_json,
+            per_run=per_run,
         )
         if as_json:
             print_json(built.to_dict(), redact=redact)

@@ -14,7 +14,7 @@ import hmac
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,13 @@ import polars as pl
 
 from specscope.analysis.advise import advice_of
 from specscope.analysis.detectors import findings_of
-from specscope.analysis.evidence import gather
+from specscope.analysis.evidence import Evidence, gather
 from specscope.analysis.factors import what_moves
 from specscope.analysis.findings import Finding, json_safe
 from specscope.analysis.verdict import verdict_of
 from specscope.errors import SpecscopeError
 from specscope.logs.source import unhashed
-from specscope.report import charts
+from specscope.report import charts, setups
 from specscope.report.redact import Redactor
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config
@@ -73,9 +73,31 @@ class Report:
     quiet: list[str] = field(default_factory=list)  # launches with no spec-decode record
     captions: dict[str, str] = field(default_factory=dict)  # chart name: what to look at
     chart_notes: list[str] = field(default_factory=list)  # charts not drawn, and why
+    # Over many runs (``setups``): the runs by setup, the outliers, what is not shown.
+    grouped: bool = False
+    setups: list[dict[str, Any]] = field(default_factory=list)
+    outliers: list[dict[str, Any]] = field(default_factory=list)
+    findings_left: list[dict[str, Any]] = field(default_factory=list)  # counted, not shown
+    runs_left: int = 0  # runs with records not listed (``--per-run`` lists them)
+    runs_total: int = 0
+    setups_left: dict[str, int] = field(default_factory=dict)  # setups not listed: sums
+    outliers_total: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        grouped = (
+            {
+                "setups": self.setups,
+                "setups_not_listed": self.setups_left,
+                "outliers": self.outliers,
+                "outliers_total": self.outliers_total,
+                "findings_not_shown": self.findings_left,
+                "runs_not_listed": self.runs_left,
+            }
+            if self.grouped
+            else {}
+        )
         return {
+            **grouped,
             "verdict": self.verdict,
             "runs": self.runs,
             "findings": self.findings,
@@ -104,11 +126,24 @@ def build_report(
     with_charts: bool = True,
     config: Config | None = None,
     reference: list[dict[str, Any]] | None = None,
+    per_run: bool = False,
 ) -> Report:
+    """The report of the store's runs (or of ``run_ids``). Over more than
+    ``setups.LIST_RUNS_UP_TO`` runs it summarises unless ``per_run``: the runs grouped by
+    setup, the worst findings of each kind in full and the rest counted, the outliers and
+    the runs those name listed, charts by setup."""
     red = redactor or Redactor()
     ids = list(run_ids or [])
     ev = gather(store, run_ids=ids or None, config=config or load_config(), reference=reference)
     found = findings_of(ev)
+    z = ev.config["evidence"]["z"]
+    grouped = not per_run and len(ev.per_run) > setups.LIST_RUNS_UP_TO
+    listed: set[str] | None = None
+    left: list[dict[str, Any]] = []
+    if grouped:
+        setup_of, table, outliers = setups.setups_of(ev.runs, ev.per_run, found, z=z)
+        found, left = setups.worst_findings(found)
+        listed = set(setups.runs_named(found, outliers))
     sources = {r["source_id"]: r for r in store.sources.collect().to_dicts()}
     paths = {sid: r["path"] for sid, r in sources.items()}
     shown = {p: display_path(p) if red.enabled else p for p in paths.values()}
@@ -118,6 +153,8 @@ def build_report(
     for run_id, run in ev.runs.items():
         if run_id not in with_records:
             quiet.append(_label(run, shown) or run_id)
+            continue
+        if listed is not None and run_id not in listed:
             continue
         agg = ev.per_run.get(run_id, {})
         runs.append(
@@ -144,6 +181,8 @@ def build_report(
     findings = [_finding_dict(f, red, lines) for f, lines in zip(found, evidence, strict=True)]
     per_position = []
     for run_id, agg in ev.per_run.items():
+        if listed is not None:
+            break  # by setup, below
         if agg.get("per_position"):
             per_position.append(
                 {
@@ -156,7 +195,9 @@ def build_report(
                     "acceptance_rate": agg.get("acceptance_rate"),
                 }
             )
-    advice = [a.to_dict() for a in advice_of(ev)]
+    if grouped:
+        per_position = _setup_curves(ev.per_run, setup_of, table)
+    advice = [a.to_dict() for a in advice_of(_only(ev, listed))]
     moves = what_moves(
         ev.spec.select(_COUNTS),
         {
@@ -165,6 +206,8 @@ def build_report(
         },
         z=ev.config["evidence"]["z"],
     )
+    if grouped:
+        moves = [setups.fewer_pairs(m) for m in moves]
     # The one choke point: every string the report holds goes through the redactor here,
     # whatever field it sits in (what the renderers print, and what --json prints).
     report = Report(
@@ -177,16 +220,80 @@ def build_report(
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     report.columns, report.not_in_log, report.quiet = columns, not_in_log, red.walk(quiet)
+    report.runs_total = len(ev.per_run)
+    if grouped:
+        report.grouped, report.findings_left = True, left
+        listed_setups, report.setups_left = setups.shown_setups(table)
+        report.setups = red.walk(listed_setups)
+        report.outliers = red.walk(outliers[: setups.MAX_OUTLIERS])
+        report.outliers_total = len(outliers)
+        report.runs_left = sum(1 for r in with_records if r in ev.runs) - len(report.runs)
+    bars = table[: setups.MAX_SETUP_BARS] if grouped else []
     if with_charts:
+        spec = ev.spec.select(charts.READS)
+        if grouped:
+            spec = setups.named_rows(spec, setups.chart_names(setup_of, table))
         report.charts, report.captions, report.chart_notes = _charts(
-            ev.spec.select(charts.READS),
+            spec,
             report.per_position,
-            report.runs,
+            [{**s, "run_id": s["setup"], "label": s["setup"]} for s in red.walk(bars)]
+            if grouped
+            else report.runs,
             red,
-            z=ev.config["evidence"]["z"],
+            z=z,
+            grouped=grouped,
         )
     report.redaction = red.summary()
     return report
+
+
+def _setup_curves(
+    per_run: Mapping[str, Mapping[str, Any]],
+    setup_of: Mapping[str, str],
+    table: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Per setup, the per-position counts of its runs summed and divided (the setups with
+    most drafts, as many as a chart keeps apart)."""
+    counts: dict[str, list[int]] = {}
+    drafted: dict[str, list[int]] = {}
+    for run_id, agg in per_run.items():
+        setup = setup_of.get(run_id)
+        got, of = agg.get("accepted_per_pos") or [], agg.get("drafted_per_pos") or []
+        if setup is None or not got or len(got) != len(of):
+            continue
+        mine, theirs = counts.setdefault(setup, []), drafted.setdefault(setup, [])
+        for i, (c, d) in enumerate(zip(got, of, strict=True)):
+            if i == len(mine):
+                mine.append(0)
+                theirs.append(0)
+            mine[i] += int(c or 0)
+            theirs[i] += int(d or 0)
+    out = []
+    for s in table[: setups.CHART_SETUPS]:
+        setup = s["setup"]
+        if setup not in counts:
+            continue
+        out.append(
+            {
+                "run": setup,
+                "label": setup,
+                "drafts": s["drafts"],
+                "k": len(counts[setup]),
+                "accepted_per_pos": counts[setup],
+                "per_position": [
+                    c / d if d else None for c, d in zip(counts[setup], drafted[setup], strict=True)
+                ],
+                "acceptance_rate": s["acceptance_rate"],
+            }
+        )
+    return out
+
+
+def _only(ev: Evidence, listed: set[str] | None) -> Evidence:
+    """``ev`` with the per-run sums of the listed runs only (all when None)."""
+    if listed is None:
+        return ev
+    return replace(ev, per_run={r: a for r, a in ev.per_run.items() if r in listed})
 
 
 def display_path(path: str) -> str:
@@ -312,6 +419,31 @@ CAPTIONS = {
     "across_runs": "Each run's acceptance with its 95% interval: runs whose intervals do not "
     "overlap accept differently.",
 }
+# Over many runs, the charts whose lines or bars are setups: their titles and captions.
+_BY_SETUP = {
+    "per_position": (
+        "Per-position acceptance by setup",
+        "Each line is a setup (the runs of one model, method, k and hardware, counts summed): "
+        "the share of drafts whose position i was accepted. A line that drops to zero at one "
+        "position is a cliff; a long tail near zero is drafting that does not pay.",
+    ),
+    "over_time": (
+        "Acceptance over time by setup, with requests running",
+        "Acceptance of each setup's runs summed over time buckets (lines), and the requests "
+        "running (bars). Look for a level that changes, or that falls as more requests run.",
+    ),
+    "prefix_cache": (
+        "Acceptance against prefix cache hit rate by setup",
+        "Acceptance by prefix-cache hit rate, each setup's runs together: a trend down means "
+        "cached prefixes hurt the drafter.",
+    ),
+    "across_runs": (
+        "Acceptance across setups",
+        "Each setup's acceptance (its runs' counts summed) with its 95% interval: setups whose "
+        "intervals do not overlap accept differently. Runs far below their own setup are "
+        "listed as outliers.",
+    ),
+}
 # Why a chart is not drawn, when it is not: said in a sentence instead.
 _NOT_DRAWN = {
     "per_position": "no run prints per-position counts",
@@ -329,13 +461,16 @@ def _charts(
     red: Redactor,
     *,
     z: float,
+    grouped: bool = False,
 ) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, str], list[str]]:
     """The charts that have something to show, what each shows, and a sentence for each
-    one left out."""
+    one left out. ``grouped``: ``spec``'s run ids and ``runs`` are setups."""
     labels = {r["run_id"]: r["label"] for r in runs}
+    timed = setups.over_time_rows(spec, points=charts.MAX_POINTS) if grouped else spec
+    runs = runs[: setups.MAX_SETUP_BARS] if grouped else runs
     built = [
         ("per_position", charts.per_position(per_position, red, z=z)),
-        ("over_time", charts.over_time(spec, red, labels)),
+        ("over_time", charts.over_time(timed, red, labels)),
         ("running", charts.against_running(spec, z=z)),
         ("prefix_cache", charts.against_prefix_cache(spec, red, labels)),
         ("across_runs", charts.across_runs(runs, red, z=z)),
@@ -346,11 +481,12 @@ def _charts(
             notes.append(f"No {name.replace('_', ' ')} chart: {_NOT_DRAWN[name]}.")
             continue
         spec_dict = chart.to_dict(validate=False)  # our own specs: tests validate them
+        if grouped and name in _BY_SETUP:
+            spec_dict["title"] = _BY_SETUP[name][0]
         title = spec_dict.get("title") or name
         out.append((name, title if isinstance(title, str) else name, spec_dict))
-        captions[name] = red.text(
-            CAPTIONS[name] + str(spec_dict.get("usermeta", {}).get("note", ""))
-        )
+        caption = _BY_SETUP[name][1] if grouped and name in _BY_SETUP else CAPTIONS[name]
+        captions[name] = red.text(caption + str(spec_dict.get("usermeta", {}).get("note", "")))
     return out, captions, notes
 
 

@@ -13,8 +13,10 @@ import regex
 
 from specscope.report.build import Report
 from specscope.report.redact import strip_controls
+from specscope.report.setups import severity_said
 
 GITHUB_COMMENT_LIMIT = 65_536
+QUIET_NAMED = 10  # launches without records named; the rest counted
 
 
 # Characters that Markdown could read as markup (html.escape has taken care of < > &).
@@ -85,7 +87,15 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     # of tau for every k'.
     evidence_blocks: list[int] = []
     other_blocks: list[int] = []
+    if report.grouped:
+        parts.extend(_setups(report))
     parts.append("## Runs\n")
+    if report.grouped:
+        parts.append(
+            f"The {len(report.runs):,} runs the findings shown name, and the outliers; "
+            f"{report.runs_left:,} more are not listed (`specscope report --per-run` lists "
+            "every run).\n"
+        )
     if report.runs:
         parts.append("| " + " | ".join(h for h, _ in report.columns) + " |")
         parts.append("|" + "---|" * len(report.columns))
@@ -103,9 +113,12 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
         parts.append(f"\nNot in the log: {', '.join(md(h) for h in report.not_in_log)}.")
     if report.quiet:
         n = len(report.quiet)
+        named = report.quiet[:QUIET_NAMED]
+        more = f"; and {n - len(named):,} more" if n > len(named) else ""
         parts.append(
-            f"\n{n} launch{'es' if n != 1 else ''} without spec-decode records: "
-            + "; ".join(md(q) for q in report.quiet)
+            f"\n{n:,} launch{'es' if n != 1 else ''} without spec-decode records: "
+            + "; ".join(md(q) for q in named)
+            + more
             + "."
         )
     parts.append("\n## Findings\n")
@@ -134,8 +147,23 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
             detail += "\n\n" + _fence(f["evidence"])
         evidence_blocks.append(len(parts))
         parts.append(f"<details><summary>Evidence</summary>\n\n{detail}\n\n</details>\n")
+    if report.findings_left:
+        n = sum(e["findings"] for e in report.findings_left)
+        parts.append(
+            f"{n:,} more finding{'s' if n != 1 else ''}, not shown (`specscope detect` lists "
+            "each): "
+            + "; ".join(
+                f"{e['findings']:,} {md(e['kind'])} ({md(e['severity'])}, {e['runs']:,} runs)"
+                for e in report.findings_left
+            )
+            + ".\n"
+        )
     if report.per_position:
-        parts.append("## Per-position acceptance and k advice\n")
+        parts.append(
+            "## Per-position acceptance by setup\n"
+            if report.grouped
+            else "## Per-position acceptance and k advice\n"
+        )
     for p in report.per_position:
         rates = " ".join(f"{a:.3f}" if a is not None else "–" for a in p["per_position"])
         advice = next((a for a in report.advice if a["run_id"] == p["run"]), None)
@@ -189,6 +217,57 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     return _fit(parts, evidence_blocks, other_blocks)
 
 
+def _setups(report: Report) -> list[str]:
+    """The setups table and the outliers of a report over many runs."""
+    n = len(report.setups) + report.setups_left.get("setups", 0)
+    parts = [
+        "## Setups\n",
+        f"{report.runs_total:,} runs in {n:,} setup{'s' if n != 1 else ''} (server, model, "
+        "method, k, quantization, hardware, TP), each setup's counts summed.\n",
+        "| setup | runs | drafts | acceptance (95%) | τ | findings | outliers | worst run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in report.setups:
+        rate = (
+            f"{s['acceptance_rate']:.1%} [{s['interval'][0]:.1%}, {s['interval'][1]:.1%}]"
+            if s["acceptance_rate"] is not None
+            else "–"
+        )
+        worst = (
+            f"{md(s['worst_run'])} ({s['worst_rate']:.1%})" if s["worst_run"] is not None else "–"
+        )
+        parts.append(
+            f"| {md(s['setup'])} | {s['runs']:,} | {s['drafts']:,} | {rate} | "
+            f"{md(s['mean_acceptance_length'])} | {md(severity_said(s['findings']))} | "
+            f"{s['outliers']:,} | {worst} |"
+        )
+    left = report.setups_left
+    if left.get("setups"):
+        parts.append(
+            f"\n{left['setups']:,} more setups ({left['runs']:,} runs, {left['drafts']:,} "
+            f"drafts, {left['outliers']:,} outliers) are not listed: those with the most drafts "
+            "and those that accept least are."
+        )
+    total = report.outliers_total
+    if total:
+        parts.append(
+            f"\n**Outliers**: {total:,} run{'s' if total != 1 else ''} accept less than the "
+            "rest of their setup (the run's 95% upper bound under the rest's lower bound)"
+            + (f"; the {len(report.outliers)} furthest below:" if total > 1 else ":")
+            + "\n"
+        )
+        parts.extend(
+            f"- {md(o['run_id'])} ({md(o['setup'])}): {o['acceptance_rate']:.1%} "
+            f"[{o['interval'][0]:.1%}, {o['interval'][1]:.1%}] against "
+            f"{o['setup_rest_rate']:.1%}, {o['drafts']:,} drafts"
+            for o in report.outliers
+        )
+    else:
+        parts.append("\nNo run accepts less than the rest of its setup.")
+    parts.append("")
+    return parts
+
+
 def _moves_table(moves: list[dict[str, Any]]) -> list[str]:
     """One row per factor that differs between runs: its values with their acceptance, and
     the effect where two runs differ in it alone, or what it is confounded with."""
@@ -214,7 +293,8 @@ def _moves_table(moves: list[dict[str, Any]]) -> list[str]:
         elif pairs:
             diffs = [p["difference"] for p in pairs]
             effect = (
-                f"{len(pairs)} pairs of runs alike but for it: {min(diffs):+.1%} to "
+                f"{m.get('matched_pairs_total', len(pairs)):,} pairs of runs alike but for it: "
+                f"{min(diffs):+.1%} to "
                 f"{max(diffs):+.1%}"
             )
         elif m["confounded_with"]:
