@@ -30,6 +30,8 @@ from specscope.cli.options import (
     StoreOption,
 )
 from specscope.cli.output import fail, print_json, say
+from specscope.cli.sql import EXAMPLES as SQL_EXAMPLES
+from specscope.cli.sql import sql
 from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
 from specscope.cli.triage import triage
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
@@ -78,6 +80,8 @@ def _options(
 app.command(epilog=TRIAGE_EXAMPLES)(triage)
 
 app.command(epilog=CHECK_EXAMPLES)(check)
+
+app.command(epilog=SQL_EXAMPLES)(sql)
 
 PROGRESS_BYTES = 50_000_000  # logs smaller than this are read before a bar would help
 

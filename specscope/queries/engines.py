@@ -247,7 +247,8 @@ def _header(comment: str, tables: list[TableFiles]) -> str:
 
 
 def _duckdb(tables: list[TableFiles], q: Query | None) -> str:
-    out = [_header("--", tables)]
+    # Days in UTC, whatever this machine's zone (a ts_utc is cast to a date in it).
+    out = [_header("--", tables), "SET TimeZone = 'UTC'"]
     for tf in tables:
         schema = TABLES[tf.table]
         source = (
@@ -301,6 +302,7 @@ def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
             body = f"SELECT {', '.join(cols)} WHERE 0"
         else:
             structure = ", ".join(f"{x.name} {_clickhouse_type(x.type)}" for x in schema)
+            structure = structure.replace("'", "\\'")  # the zone of a UTC time, quoted
             cols = [f"f.{x.name} AS {x.name}" for x in schema]
             where = [f.where for f in tf.files]
             reader = "s3" if "://" in where[0] else "file"

@@ -85,7 +85,11 @@ def query(name: str) -> Query:
 
 def spec_runs(store: Store) -> pl.LazyFrame:
     """The rows every query groups: spec_decode with each row's run, instance and day."""
-    when = pl.coalesce("ts_utc", "ts") if has_utc() else pl.col("ts")
+    when = pl.col("ts")
+    if has_utc():  # the UTC instant as a UTC wall clock, beside ts's clock
+        when = pl.coalesce(
+            pl.col("ts_utc").dt.convert_time_zone("UTC").dt.replace_time_zone(None), when
+        )
     runs = store.runs.select(
         "run_id",
         *RUN_COLUMNS,
