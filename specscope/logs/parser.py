@@ -201,7 +201,7 @@ class LineParser:
             return  # a blank line changes nothing held (a record goes on after it)
         if self._pastes.wants(raw) and self._pastes.take(line, raw):
             return
-        if raw.startswith("{") and self.grammar.json_docs and self.feed_json(line, raw):
+        if raw.startswith(("{", "[{")) and self.grammar.json_docs and self.feed_json(line, raw):
             return
         for part in raw.split("\r"):
             if (
@@ -224,6 +224,13 @@ class LineParser:
             obj = json.loads(text)
         except ValueError:
             return False
+        if isinstance(obj, list):
+            # An array of documents (TensorRT-LLM's /metrics: its iterations): each a record.
+            found = [self._json_doc(line, item, text, end_line) for item in obj]
+            return any(found)
+        return self._json_doc(line, obj, text, end_line)
+
+    def _json_doc(self, line: int, obj: object, text: str, end_line: int | None) -> bool:
         if not isinstance(obj, dict):
             return False
         for defn in self.grammar.json_docs:
