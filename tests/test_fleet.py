@@ -106,3 +106,39 @@ def test_a_store_of_many_runs_detects_the_same_whatever_the_order(fleet: Path) -
     assert list(half.runs) == ids[::2]
     assert half.spec is ev.spec
     assert pl.Series(list(half.runs)).is_in(ids).all()
+
+
+def _sampled_fleet(path: Path) -> Path:
+    write_fleet(path, Fleet(servers=35, days=2, interval_s=30, sample=0.2, every_sickness=True))
+    return path
+
+
+def test_reading_the_rows_a_question_needs_finds_what_reading_all_finds(tmp_path: Path) -> None:
+    """``gather_needed`` reads the rows of a few runs (most runs of a fleet are healthy)
+    and finds exactly what every row gives, by batches of any size, on any threads."""
+    from specscope.analysis.detectors.needed import gather_needed
+
+    store = open_store(_sampled_fleet(tmp_path / "store"))
+    everything = gather(store)
+    want = _said(findings_of(everything))
+    assert len(want) > 20
+    for workers, batch in ((2, 30_000), (1, 10**9)):
+        needed = gather_needed(store, workers=workers, batch_rows=batch)
+        assert needed.spec.height < everything.spec.height
+        assert _said(findings_of(needed)) == want
+    some = list(everything.runs)[::7]
+    assert _said(findings_of(gather_needed(store, run_ids=some))) == _said(
+        findings_of(gather(store, run_ids=some))
+    )
+
+
+def test_reading_what_is_needed_on_the_real_excerpts(tmp_path: Path) -> None:
+    from specscope.analysis.detectors.needed import gather_needed
+
+    logs = sorted(SEEDS.glob("*.txt")) + sorted((FIXTURES / "world").glob("*.log"))
+    store = tmp_path / "store"
+    specscope.ingest(logs, store=store, year=2026)
+    opened = open_store(store)
+    assert opened.sums_cover_rows()
+    want = _said(findings_of(gather(opened)))
+    assert _said(findings_of(gather_needed(opened, batch_rows=500))) == want

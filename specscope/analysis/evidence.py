@@ -132,17 +132,10 @@ def gather(
         per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
     # One chunk per column: a store's files come in many row groups, and polars filters
     # a frame of many chunks (or of columns chunked differently) far slower than one.
-    # The run as a category: a string per row costs more to copy than all else together.
-    as_category = pl.col("run_id").cast(pl.Categorical)
+    spec, stats = detector_rows(store)
     return evidence_from(
-        store.spec_decode.select(pl.exclude(*_NOT_READ, *_SUMMED))
-        .with_columns(as_category)
-        .collect()
-        .rechunk(),
-        store.engine_stats.select(pl.exclude(_NOT_READ))
-        .with_columns(as_category)
-        .collect()
-        .rechunk(),
+        spec.collect().rechunk(),
+        stats.collect().rechunk(),
         store.runs.collect(),
         store.events.collect(),
         store.bench.collect(),
@@ -152,6 +145,16 @@ def gather(
         config=config,
         reference=reference,
         per_run=per_run,
+    )
+
+
+def detector_rows(store: Store) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The spec-decode and engine-stats rows with the columns detectors read, the run as a
+    category (a string per row costs more to copy than all else together)."""
+    as_category = pl.col("run_id").cast(pl.Categorical)
+    return (
+        store.spec_decode.select(pl.exclude(*_NOT_READ, *_SUMMED)).with_columns(as_category),
+        store.engine_stats.select(pl.exclude(_NOT_READ)).with_columns(as_category),
     )
 
 

@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
+import polars as pl
+
 from specscope.analysis.detectors import screens
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.drift import drift
 from specscope.analysis.detectors.events import errors
 from specscope.analysis.detectors.load import concurrency, kv_saturation
+from specscope.analysis.detectors.needed import gather_needed
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.detectors.prefix_cache import prefix_cache
 from specscope.analysis.detectors.screens import Screen, narrowed
@@ -60,10 +63,25 @@ def detect(
     config: Config | None = None,
     reference: list[dict[str, Any]] | None = None,
 ) -> list[Finding]:
-    """Every finding about the store's runs, worst first."""
+    """Every finding about the store's runs, worst first. From the rollups, reading the
+    rows of the runs a detector needs only (``needed``), where they cover every row."""
+    if since is None and store.sums_cover_rows() and _rows(store) > NEEDED_OVER_ROWS:
+        return findings_of(
+            gather_needed(store, run_ids=run_ids, config=config, reference=reference)
+        )
     return findings_of(
         gather(store, run_ids=run_ids, since=since, config=config, reference=reference)
     )
+
+
+# Over this many spec-decode rows, detect reads the rows of the runs it needs only: below,
+# reading them all costs less than finding out which (most runs of a small store have a
+# finding, whose lines and window come from its rows).
+NEEDED_OVER_ROWS = 2_000_000
+
+
+def _rows(store: Store) -> int:
+    return int(store.spec_decode.select(pl.len()).collect().item())
 
 
 def findings_of(ev: Evidence, *, screened: bool = True) -> list[Finding]:

@@ -192,12 +192,8 @@ def prefix_cache(ev: Evidence) -> set[str] | None:
             ).append(run_id)
     paired = [s for s in by_setup.values() if True in s and False in s]
     if paired:
-        totals = {
-            str(r["run_id"]): r
-            for r in ev.spec.group_by("run_id")
-            .agg(pl.col("drafts", "accepted_tokens", "draft_tokens").sum())
-            .to_dicts()
-        }
+        # counts_of over a run's rows sums what the per-run sums hold (nulls as nothing).
+        totals = ev.per_run
         nothing = {"drafts": 0, "accepted_tokens": 0, "draft_tokens": 0}
         for sides in paired:
             on, off = (

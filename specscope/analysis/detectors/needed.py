@@ -1,0 +1,210 @@
+"""Detection that reads the interval rows of the runs a question needs, not of the store.
+
+A fleet's store may hold hundreds of millions of intervals: more than a process can hold,
+and more than detection needs. Each run's acceptance is in the rollups (``run_sums``), and
+the detectors that judge acceptance from it need a run's rows only to say where a finding
+is (its lines and window). So, with rollups for every row:
+
+1. the per-run detectors run on the rollups alone, to learn which runs they report on
+   (``insufficient`` with nothing judged: every run it could report on);
+2. the screens (``screens``) run over the sources a batch at a time, each batch's rows
+   read with only the columns the screens need and let go after it, the batches on
+   ``workers`` threads (polars reads and aggregates outside the GIL);
+3. the rows of the runs so named, and of the sources whose benchmarks may speak of any
+   run, are read in full, and every detector runs on them as on the whole store.
+
+The findings are those of ``gather`` and ``findings_of`` over every row
+(``tests/test_fleet.py`` holds the two paths to each other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from specscope.analysis.detectors import screens
+from specscope.analysis.detectors.acceptance import insufficient, low, zero
+from specscope.analysis.detectors.positions import cliff, k_too_large
+from specscope.analysis.evidence import (
+    Evidence,
+    detector_rows,
+    evidence_from,
+)
+from specscope.analysis.findings import Finding
+from specscope.store import rollup
+from specscope.store.reading import Store
+from specscope.thresholds import Config, load_config, load_reference
+
+BATCH_ROWS = 2_000_000  # spec-decode rows a screening batch reads at most (a source whole)
+WORKERS = 2
+
+# What the screens read of the rows (and the stats join needs).
+_SPEC = (
+    "source_id",
+    "run_id",
+    "engine",
+    "ts",
+    "line",
+    "end_line",
+    "stats_line",
+    "drafts",
+    "draft_tokens",
+    "accepted_tokens",
+)
+_STATS = (
+    "source_id",
+    "run_id",
+    "engine",
+    "ts",
+    "line",
+    "running_reqs",
+    "waiting_reqs",
+    "prefix_cache_hit_rate",
+    "kv_cache_usage",
+    "generation_throughput",
+)
+_PER_RUN: tuple[Callable[[Evidence], list[Finding]], ...] = (zero, low, cliff, k_too_large)
+_BATCH_SCREENS = (screens.drift, screens.concurrency, screens.kv_saturation, screens.prefix_cache)
+
+
+def gather_needed(
+    store: Store,
+    *,
+    run_ids: Iterable[str] | None = None,
+    config: Config | None = None,
+    reference: list[dict[str, Any]] | None = None,
+    workers: int = WORKERS,
+    batch_rows: int = BATCH_ROWS,
+) -> Evidence:
+    """The evidence ``findings_of`` needs, with the rows of the runs it needs only. The
+    store's rollups must cover its rows (``Store.sums_cover_rows``)."""
+    config = config or load_config()
+    reference = reference if reference is not None else load_reference()
+    wanted = list(run_ids) if run_ids else None
+    per_run = rollup.per_run(store.run_sums)
+    if wanted:
+        per_run = per_run.filter(pl.col("run_id").is_in(wanted))
+    spec_all, stats_all = detector_rows(store)  # every file checked once, here
+    runs, events, bench = (store.table(t).collect() for t in ("runs", "events", "bench"))
+
+    def evidence(
+        spec: pl.DataFrame, stats: pl.DataFrame, of_runs: pl.DataFrame, sums: pl.DataFrame
+    ) -> Evidence:
+        return evidence_from(
+            spec,
+            stats,
+            of_runs,
+            events,
+            bench,
+            config=config,
+            reference=reference,
+            per_run=sums,
+        )
+
+    if wanted:  # unknown ids are the user's mistake, said as over every row
+        evidence_from(
+            spec_all.clear().collect(),
+            stats_all.clear().collect(),
+            runs,
+            events,
+            bench,
+            run_ids=wanted,
+            per_run=per_run,
+            config=config,
+            reference=reference,
+        )
+        runs = runs.filter(pl.col("run_id").is_in(wanted))
+        events, bench = (t.filter(pl.col("run_id").is_in(wanted)) for t in (events, bench))
+    base = evidence(spec_all.clear().collect(), stats_all.clear().collect(), runs, per_run)
+    need: set[str] = set()
+    for detector in _PER_RUN:
+        need.update(r for f in detector(base) for r in (f.run_id or "").split(","))
+    need.update(f.run_id or "" for f in insufficient(base, ()))
+    for screen in (screens.prefix_cache, screens.no_speedup):
+        kept = screen(base)
+        need.update(set(base.runs) if kept is None else kept)
+    if not bench.is_empty():  # a benchmark speaks of a run of its source: read them whole
+        told = set(bench["source_id"].to_list())
+        need.update(r for r, run in base.runs.items() if run.get("source_id") in told)
+    files = {t: _by_source(store, t) for t in ("spec_decode", "engine_stats")}
+    size: dict[str, int] = {}
+    for run_id, run in base.runs.items():
+        source = str(run.get("source_id"))
+        size[source] = size.get(source, 0) + int(base.per_run.get(run_id, {}).get("records") or 0)
+
+    def screened(batch: list[str]) -> set[str]:
+        spec = _read(files["spec_decode"], batch, _SPEC)
+        stats = _read(files["engine_stats"], batch, _STATS)
+        of_runs = runs.filter(pl.col("source_id").is_in(batch))
+        ids = of_runs["run_id"].to_list()
+        ev = evidence(spec, stats, of_runs, per_run.filter(pl.col("run_id").is_in(ids)))
+        out: set[str] = set()
+        for screen in _BATCH_SCREENS:
+            kept = screen(ev)
+            out.update(set(ev.runs) if kept is None else kept)
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for kept in pool.map(screened, _batches(size, batch_rows)):
+            need.update(kept)
+    need.discard("")
+    chosen = pl.col("run_id").is_in(sorted(need))
+    ev = evidence(
+        spec_all.filter(chosen).collect().rechunk(),
+        stats_all.filter(chosen).collect().rechunk(),
+        runs,
+        per_run,
+    )
+    # In the order of the rollups, which is that of the rows (as over every row).
+    return replace(ev, per_run={r: ev.per_run[r] for r in base.per_run if r in ev.per_run})
+
+
+def _by_source(store: Store, table: str) -> dict[str, list[Path]]:
+    """The committed files of a table by source (its partition folder)."""
+    out: dict[str, list[Path]] = {}
+    for path in store.files(table):
+        out.setdefault(path.parent.name.split("=", 1)[1], []).append(path)
+    return out
+
+
+def _read(
+    files: dict[str, list[Path]], sources: list[str], columns: tuple[str, ...]
+) -> pl.DataFrame:
+    """The ``columns`` of the sources' files (``source_id`` from the folder), the run as a
+    category as ``detector_rows`` gives it."""
+    frames = [
+        pl.scan_parquet(path)
+        .select(c for c in columns if c != "source_id")
+        .with_columns(pl.lit(source).alias("source_id"))
+        for source in sources
+        for path in files.get(source, [])
+    ]
+    if not frames:
+        return pl.DataFrame(schema={c: pl.String for c in columns})
+    return (
+        pl.concat(frames, how="vertical")
+        .with_columns(pl.col("run_id").cast(pl.Categorical))
+        .collect()
+        .rechunk()
+    )
+
+
+def _batches(sources: dict[str, int], rows: int) -> list[list[str]]:
+    """Sources in batches of about ``rows`` rows (a source is never split)."""
+    out: list[list[str]] = [[]]
+    held = 0
+    for source, n in sources.items():
+        if out[-1] and held + n > rows:
+            out.append([])
+            held = 0
+        out[-1].append(source)
+        held += n
+    return [b for b in out if b]
+
+
+__all__ = ["BATCH_ROWS", "gather_needed"]
