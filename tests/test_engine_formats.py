@@ -99,3 +99,19 @@ def test_healthy_llamacpp_responses_fire_nothing(cli, tmp_path: Path) -> None:
     r = cli("triage", log, "--json")
     kinds = {f["kind"] for f in json.loads(r.out)["findings"]}
     assert not kinds & {"zero_acceptance", "low_acceptance"}
+
+
+def test_formats_lists_each_engines_formats_and_metrics(cli) -> None:
+    r = cli("formats")
+    assert r.status == 0, r.err
+    sections = {}
+    for line in r.out.splitlines():
+        if not line.startswith(" "):
+            sections[line.rstrip(":")] = []
+        else:
+            sections[list(sections)[-1]].append(line.strip())
+    assert {"vllm", "sglang", "llama.cpp", "tensorrt-llm", "lmdeploy"} <= set(sections)
+    assert any(s.startswith("trtllm_iteration_stats ") for s in sections["tensorrt-llm"])
+    assert any(s.startswith("lmdeploy_stats ") for s in sections["lmdeploy"])
+    metrics = [s for s in sections["sglang"] if s.startswith("/metrics")]
+    assert metrics and "sglang:spec_verify_calls" in metrics[0]

@@ -39,15 +39,26 @@ def formats(
             ]
         )
         return
-    for d in defs:
-        say(f"{d.name}  [{d.kind}{', ' + d.table if d.table else ''}]  {d.title}")
-        if d.versions:
-            say(f"    versions: {d.versions}")
-        if samples:
-            for s in d.samples:
-                for line in s.text.splitlines():
-                    say(f"    | {line}")
-                say("")
+    from specscope.exposition import NAMES
+
+    # By engine, as users look for theirs; formats of no one engine (an author's stated
+    # comparison) last. Each engine's /metrics names are read by pull, scrape and pastes.
+    engines = sorted({d.engine for d in defs} | set(NAMES), key=lambda e: (not e, e))
+    for engine in engines:
+        say(f"{engine or 'any engine'}:")
+        for d in defs:
+            if d.engine != engine:
+                continue
+            say(f"  {d.name}  [{d.kind}{', ' + d.table if d.table else ''}]  {d.title}")
+            if d.versions:
+                say(f"      versions: {d.versions}")
+            if samples:
+                for s in d.samples:
+                    for line in s.text.splitlines():
+                        say(f"      | {line}")
+                    say("")
+        if engine in NAMES:
+            say(f"  /metrics (pull, scrape, pasted): {', '.join(NAMES[engine])}")
 
 
 __all__ = ["EXAMPLES", "formats"]
