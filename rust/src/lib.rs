@@ -9,6 +9,7 @@ pub mod header;
 pub mod read;
 pub mod scan;
 pub mod template;
+pub mod typed;
 
 #[cfg(feature = "python")]
 mod python;

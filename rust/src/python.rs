@@ -7,7 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::read::{BlockReader, ReadError};
+use std::collections::HashMap;
+
 use crate::scan::{self, BlockScan, Scanner as Inner, ShapeSpec, Spec};
+use crate::typed::{self, Kind, Typed};
 
 fn le<T: Copy, const N: usize>(values: &[T], bytes: fn(T) -> [u8; N]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * N);
@@ -25,15 +28,17 @@ fn i8s(values: &[i8]) -> Vec<u8> {
 struct Scanner {
     inner: Inner,
     threads: usize,
+    kinds: Vec<HashMap<String, Kind>>, // per shape: the groups read as their type
 }
 
 #[pymethods]
 impl Scanner {
     /// literals, literal prefixes, shapes as (literal prefix, full pattern), the longest
     /// per-position list in bytes, and the patterns of the rare paths (ANSI, PREFIX,
-    /// INNER_HEAD).
+    /// INNER_HEAD); `kinds`, per shape, the groups to read as `int`, `float`, `percent` or
+    /// `float_list` (the rest come as text).
     #[new]
-    #[pyo3(signature = (literals, prefixes, shapes, max_list_bytes, ansi, prefix, inner_head, threads=2))]
+    #[pyo3(signature = (literals, prefixes, shapes, max_list_bytes, ansi, prefix, inner_head, threads=2, kinds=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         literals: Vec<String>,
@@ -44,6 +49,7 @@ impl Scanner {
         prefix: String,
         inner_head: String,
         threads: usize,
+        kinds: Option<Vec<Vec<(String, String)>>>,
     ) -> PyResult<Self> {
         let spec = Spec {
             literals,
@@ -58,7 +64,21 @@ impl Scanner {
             inner_head,
         };
         let inner = Inner::new(&spec).map_err(|e| PyValueError::new_err(e.0))?;
-        Ok(Scanner { inner, threads })
+        let kinds = kinds
+            .unwrap_or_default()
+            .into_iter()
+            .map(|groups| {
+                groups
+                    .into_iter()
+                    .filter_map(|(name, kind)| Kind::of(&kind).map(|k| (name, k)))
+                    .collect()
+            })
+            .collect();
+        Ok(Scanner {
+            inner,
+            threads,
+            kinds,
+        })
     }
 
     /// The lines of `block` classified; `None` if it is not UTF-8 (the caller decodes it
@@ -67,12 +87,41 @@ impl Scanner {
         let Ok(text) = std::str::from_utf8(block) else {
             return Ok(None);
         };
-        let found = py.detach(|| self.inner.scan_parallel(text, self.threads));
-        to_dict(py, &found).map(Some)
+        let (found, typed) = py.detach(|| {
+            let found = self.inner.scan_parallel(text, self.threads);
+            let typed = self.typed(&found);
+            (found, typed)
+        });
+        to_dict(py, &found, &typed).map(Some)
     }
 }
 
-fn to_dict<'py>(py: Python<'py>, s: &BlockScan) -> PyResult<Bound<'py, PyDict>> {
+impl Scanner {
+    /// Each shape's columns read as their kinds (`None`: left as text).
+    fn typed(&self, found: &BlockScan) -> Vec<Vec<Option<Typed>>> {
+        found
+            .shapes
+            .iter()
+            .enumerate()
+            .map(|(i, rows)| {
+                rows.names
+                    .iter()
+                    .zip(&rows.columns)
+                    .map(|(name, column)| {
+                        let kind = self.kinds.get(i)?.get(name)?;
+                        typed::read(column, *kind)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+fn to_dict<'py>(
+    py: Python<'py>,
+    s: &BlockScan,
+    typed: &[Vec<Option<Typed>>],
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
     d.set_item("offsets", bytes(le(&s.offsets, i64::to_le_bytes)))?;
@@ -86,15 +135,27 @@ fn to_dict<'py>(py: Python<'py>, s: &BlockScan) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("filled", PyBytes::new(py, &s.filled))?;
     d.set_item("procs", PyList::new(py, &s.procs)?)?;
     let shapes = PyList::empty(py);
-    for rows in &s.shapes {
+    for (i, rows) in s.shapes.iter().enumerate() {
         let columns = PyDict::new(py);
-        for (name, c) in rows.names.iter().zip(&rows.columns) {
-            let triple = (
-                bytes(le(&c.offsets, i64::to_le_bytes)),
-                PyBytes::new(py, &c.data),
-                PyBytes::new(py, &c.valid),
-            );
-            columns.set_item(name, triple)?;
+        for (j, (name, c)) in rows.names.iter().zip(&rows.columns).enumerate() {
+            let valid = PyBytes::new(py, &c.valid);
+            let column = match typed.get(i).and_then(|t| t.get(j)).and_then(Option::as_ref) {
+                Some(Typed::Int(v)) => ("int", bytes(le(v, i64::to_le_bytes)), None, valid),
+                Some(Typed::Float(v)) => ("float", bytes(le(v, f64::to_le_bytes)), None, valid),
+                Some(Typed::List(o, v)) => (
+                    "list",
+                    bytes(le(o, i64::to_le_bytes)),
+                    Some(bytes(le(v, f64::to_le_bytes))),
+                    valid,
+                ),
+                None => (
+                    "text",
+                    bytes(le(&c.offsets, i64::to_le_bytes)),
+                    Some(PyBytes::new(py, &c.data)),
+                    valid,
+                ),
+            };
+            columns.set_item(name, column)?;
         }
         shapes.append((bytes(le(&rows.lines, u32::to_le_bytes)), columns))?;
     }

@@ -101,14 +101,27 @@ class BulkGrammar:
         )
 
 
+def group_kinds(shape: Shape) -> dict[str, str]:
+    """What each of a shape's groups is read as (``plain.convert``'s kinds)."""
+    types = {f.column: f.type for f in shape.definition.fields.values()}
+    return {name: types.get(name, "int") for name in shape.names if not name.startswith("_")}
+
+
 def typed_records(plan: BulkGrammar, index: int, fields: pl.DataFrame) -> pl.DataFrame:
-    """One shape's records, its groups still text, as rows of its table: typed as the line
-    parser types them, with the definition's constants and derivations."""
+    """One shape's records as rows of its table: its groups typed as the line parser types
+    them (those still text: the compiled scanner reads most as their type already), with
+    the definition's constants and derivations."""
     shape = plan.shapes[index]
     d = shape.definition
-    types = {f.column: f.type for f in d.fields.values()}
+    kinds = group_kinds(shape)
     conv = [
-        convert(name, types.get(name, "int")) for name in fields.columns if not name.startswith("_")
+        convert(name, kinds.get(name, "int"))
+        if fields[name].dtype == pl.String
+        else pl.col(name).cast(pl.Int32)
+        if name == "engine"
+        else pl.col(name)
+        for name in fields.columns
+        if not name.startswith("_")
     ]
     fields = fields.with_columns(conv).with_columns(
         pl.lit(d.name).alias("format"),
@@ -208,6 +221,7 @@ __all__ = [
     "Prepared",
     "Shape",
     "escape",
+    "group_kinds",
     "literal_prefix",
     "prepared",
     "typed_records",

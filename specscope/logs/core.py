@@ -27,6 +27,7 @@ from specscope.logs.bulkplan import (
     PREFIX,
     BulkGrammar,
     Prepared,
+    group_kinds,
     prepared,
     typed_records,
 )
@@ -88,6 +89,8 @@ def scanner(plan: BulkGrammar) -> Any:
         ANSI,
         PREFIX,
         INNER_HEAD,
+        # Groups the core reads as their type (as ``plain.convert`` would), the rest as text.
+        kinds=[sorted(group_kinds(s).items()) for s in plan.shapes],
     )
 
 
@@ -110,15 +113,35 @@ class BlockLines:
         return np.flatnonzero(self.filled_mask)
 
 
-def _strings(offsets: bytes, data: bytes, valid: bytes) -> pl.Series:
-    n = len(valid)
+def _bitmap(valid: bytes) -> pa.Buffer | None:
     mask = np.frombuffer(valid, np.uint8).astype(bool)
-    bitmap = None if mask.all() else pa.py_buffer(np.packbits(mask, bitorder="little"))
+    return None if mask.all() else pa.py_buffer(np.packbits(mask, bitorder="little"))
+
+
+def _strings(offsets: bytes, data: bytes, valid: bytes) -> pl.Series:
+    bitmap = _bitmap(valid)
     nulls = -1 if bitmap is not None else 0
     array = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls
+        len(valid), pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls
     )
     return pl.Series(array)
+
+
+def _column(name: str, column: tuple[Any, ...]) -> pl.Series:
+    """A group's column as the core hands it: text, or already read as its type."""
+    kind, first, second, valid = column
+    n = len(valid)
+    if kind == "text":
+        return _strings(first, second, valid).alias(name)
+    if kind == "list":
+        mask = pa.array(np.frombuffer(valid, np.uint8) == 0)
+        offsets = pa.array(np.frombuffer(first, np.int64))
+        values = pa.array(np.frombuffer(second, np.float64))
+        array: pa.Array = pa.LargeListArray.from_arrays(offsets, values, mask=mask)
+        return pl.Series(name, array).cast(pl.List(pl.Float64))
+    dtype = pa.int64() if kind == "int" else pa.float64()
+    array = pa.Array.from_buffers(dtype, n, [_bitmap(valid), pa.py_buffer(first)])
+    return pl.Series(name, array)
 
 
 def _clock_text(clock: np.ndarray, dated: np.ndarray) -> pl.Series:
@@ -165,7 +188,7 @@ def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None
                 "_year": pl.Series(year[at].astype(np.int64)).set(pl.Series(year[at] < 0), None),
             }
         )
-        fields = head.with_columns(_strings(*columns[name]).alias(name) for name in columns)
+        fields = head.with_columns(_column(name, columns[name]) for name in columns)
         out.append(typed_records(plan, i, fields))
     records = pl.concat(out, how="diagonal_relaxed").sort("_i") if out else pl.DataFrame()
 

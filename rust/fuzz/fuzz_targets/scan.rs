@@ -11,6 +11,7 @@ use regex::Regex;
 use specscope_core::header;
 use specscope_core::read::LineCap;
 use specscope_core::scan::{Scanner, ShapeSpec, Spec, RECORD};
+use specscope_core::typed::{self, Kind, Typed};
 
 const LEVELS: &str = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL";
 const HEAD: &str = r"^\((?P<_proc>[A-Za-z][A-Za-z0-9_]{0,60}) pid=(?P<_pid>[0-9]{1,9})\) ";
@@ -95,6 +96,16 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(SCANNER.scan_parallel(&text, 2), found);
     }
     assert_eq!(BACKTRACKED.scan(&text), found);
+    // The groups read as their types: rows or text, never a panic.
+    for rows in &found.shapes {
+        for column in &rows.columns {
+            for kind in [Kind::Int, Kind::Float, Kind::Percent, Kind::FloatList] {
+                if let Some(Typed::List(offsets, values)) = typed::read(column, kind) {
+                    assert_eq!(*offsets.last().unwrap() as usize, values.len());
+                }
+            }
+        }
+    }
     // The header parsers: what the regexes say, on every line.
     for line in text.split('\n').take(64) {
         let want = DATED.captures(line).map(|c| c.name("_head").unwrap().end());
