@@ -52,6 +52,8 @@ def trtllm_lines(life: int, steps: int) -> list[str]:
     late, so the first answer has no series for it."""
     out = ["# HELP trtllm_num_requests_running Number of active requests"]
     out.append(f"trtllm_num_requests_running{{{LABELS}}} 4.0")
+    out.append(f"trtllm_num_requests_waiting{{{LABELS}}} 1.0")
+    out.append(f"trtllm_kv_cache_utilization{{{LABELS}}} 0.25")
     for family, per_step in (("drafted", DRAFTED), ("accepted", ACCEPTED)):
         name = f"trtllm_spec_decode_{family}_tokens_total"
         out += [f"# HELP {name} x", f"# TYPE {name} counter"]
@@ -155,6 +157,11 @@ def test_scrape_is_exact_across_a_reset(tmp_path: Path, lines, exact, server, k)
         exact(row)
     (run,) = store.runs.collect().to_dicts()
     assert (run["server"], run["k"]) == (server, k)
+    if server == "tensorrt-llm":  # its load gauges: what the concurrency detectors read
+        stats = store.engine_stats.collect()
+        assert stats.height == 5
+        assert set(stats["running_reqs"]) == {4} and set(stats["waiting_reqs"]) == {1}
+        assert set(stats["kv_cache_usage"]) == {0.25}
 
 
 @pytest.mark.parametrize(("lines", "exact", "server", "k"), CASES)

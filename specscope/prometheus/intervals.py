@@ -286,7 +286,11 @@ def intervals(series: Iterable[Series], *, after: float | None = None) -> Interv
     keep = pl.lit(True) if after is None else pl.col("t") > after
     counted = _counted_rows(got, after, out.notes)
     spec = [_spec_rows(got, keep), _sglang_spec_rows(got, keep, counted), counted]
-    stats = [_stats_rows(got, keep), _sglang_stats_rows(got, keep)]
+    stats = [
+        _stats_rows(got, keep),
+        _other_stats_rows(got, keep, "sglang:", "prometheus_sglang"),
+        _other_stats_rows(got, keep, "trtllm:", "prometheus"),
+    ]
     targets = pl.DataFrame(
         {
             "tid": range(len(got.targets)),
@@ -659,13 +663,13 @@ def _counted_rows(got: _Samples, after: float | None, notes: list[str]) -> pl.Da
     )
 
 
-def _sglang_stats_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
-    rows = _gauges(got, {n: c for n, c in GAUGES.items() if n.startswith("sglang:")})
+def _other_stats_rows(got: _Samples, keep: pl.Expr, prefix: str, fmt: str) -> pl.DataFrame:
+    """An engine's load gauges (SGLang's, TensorRT-LLM's) as stats rows, without vLLM's
+    rates, prefix cache and latencies."""
+    rows = _gauges(got, {n: c for n, c in GAUGES.items() if n.startswith(prefix)})
     if rows.is_empty():
         return _EMPTY
-    return (
-        rows.filter(keep).sort("tid", "t").with_columns(pl.lit("prometheus_sglang").alias("format"))
-    )
+    return rows.filter(keep).sort("tid", "t").with_columns(pl.lit(fmt).alias("format"))
 
 
 def _run_configs(got: _Samples, out: Intervals) -> None:

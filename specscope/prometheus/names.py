@@ -46,6 +46,11 @@ GAUGES = {
     "sglang:num_running_reqs": "running_reqs",
     "sglang:num_queue_reqs": "waiting_reqs",
     "sglang:token_usage": "kv_cache_usage",
+    # tensorrt_llm/metrics/collector.py: iteration stats' active and queued requests, and
+    # used over max KV-cache blocks
+    "trtllm:num_requests_running": "running_reqs",
+    "trtllm:num_requests_waiting": "waiting_reqs",
+    "trtllm:kv_cache_utilization": "kv_cache_usage",
 }
 
 
