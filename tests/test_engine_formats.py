@@ -115,3 +115,17 @@ def test_formats_lists_each_engines_formats_and_metrics(cli) -> None:
     assert any(s.startswith("lmdeploy_stats ") for s in sections["lmdeploy"])
     metrics = [s for s in sections["sglang"] if s.startswith("/metrics")]
     assert metrics and "sglang:spec_verify_calls" in metrics[0]
+
+
+def test_compare_states_two_engines_on_one_definition(cli, tmp_path: Path) -> None:
+    engines = Path(__file__).parent.parent / "fixtures" / "engines"
+    store = tmp_path / "s"
+    for paste in ("vllm_metrics_two_pastes.md", "llamacpp_metrics_mtp.txt"):
+        assert cli("ingest", engines / paste, "--store", store).status == 0
+    runs = {r["server"]: r["run_id"] for r in Store(store).runs.collect().to_dicts()}
+    r = cli("compare", runs["vllm"], runs["llama.cpp"], "--store", store, "--json")
+    assert r.status == 0, r.err
+    got = json.loads(r.out)
+    assert {"field": "server", "a": "vllm", "b": "llama.cpp"} in got["config"]
+    rate = next(m for m in got["measures"] if m["name"] == "acceptance_rate")
+    assert rate["b"] == pytest.approx(4367 / 4973)

@@ -33,7 +33,8 @@ def compare(store: Store, run_a: str, run_b: str) -> Comparison:
     assert a is not None and b is not None
     config = [
         {"field": c, "a": ev.runs[run_a].get(c), "b": ev.runs[run_b].get(c)}
-        for c in CONFIG_COLUMNS
+        # The engine first: runs of two engines compare on the one definition of acceptance.
+        for c in ("server", *CONFIG_COLUMNS)
         if ev.runs[run_a].get(c) != ev.runs[run_b].get(c)
     ]
     z = ev.config["evidence"]["z"]
