@@ -70,6 +70,7 @@ class Fleet:
     restarts: float = 2.0  # per server in the window, on average
     seed: int = 0
     every_sickness: bool = False  # server i has the i-th sickness in turn (for tests)
+    per_source: int = 1  # servers per source: 1, a pull per server; more, a pull per cluster
 
 
 def source_id(server: int) -> str:
@@ -194,7 +195,9 @@ def _rows(
     return store_columns(spec, "spec_decode"), store_columns(stats, "engine_stats")
 
 
-def _server(fleet: Fleet, server: int) -> Iterator[tuple[dict[str, Any], ...]]:
+def _server(
+    fleet: Fleet, server: int, sid: str, source: str, ordinals: Iterator[int]
+) -> Iterator[tuple[dict[str, Any], ...]]:
     """Each run of one server: its runs row, rollup and sampled rows."""
     rng = np.random.default_rng([fleet.seed, server])
     setup = SETUPS[server % len(SETUPS)]
@@ -205,12 +208,11 @@ def _server(fleet: Fleet, server: int) -> Iterator[tuple[dict[str, Any], ...]]:
     total = int(fleet.days * 86400 // fleet.interval_s)
     cuts = np.sort(rng.choice(np.arange(1, total), size=rng.poisson(fleet.restarts), replace=False))
     bounds = [0, *cuts.tolist(), total]
-    sid = source_id(server)
-    source = f"http://prometheus.fleet:9090#instance=server-{server:04d}:8000"
-    for ordinal, (a, b) in enumerate(itertools.pairwise(bounds), start=1):
+    for a, b in itertools.pairwise(bounds):
         n = b - a
         if n < 2:
             continue
+        ordinal = next(ordinals)
         run_id = f"{sid}-{ordinal}"
         ts = np.datetime64(START, "ms") + (np.arange(a, b) * fleet.interval_s * 1000).astype(
             "timedelta64[ms]"
@@ -248,25 +250,33 @@ def write_fleet(path: Path, fleet: Fleet) -> dict[str, int]:
     counts = {"servers": fleet.servers, "runs": 0, "intervals": 0, "rows": 0}
     sources = []
     with store.writer() as w:
-        for server in range(fleet.servers):
-            sid = source_id(server)
+        for first in range(0, fleet.servers, fleet.per_source):
+            servers = range(first, min(first + fleet.per_source, fleet.servers))
+            sid = source_id(first)
+            source = (
+                f"http://prometheus.fleet:9090#instance=server-{first:04d}:8000"
+                if fleet.per_source == 1
+                else f"http://prometheus.fleet:9090#cluster={first // fleet.per_source}"
+            )
+            ordinals = itertools.count(1)
             runs, sums, specs, stats = [], [], [], []
-            for run, rollup, spec, stat in _server(fleet, server):
-                runs.append(run)
-                sums.append(rollup)
-                specs.append(spec)
-                stats.append(stat)
-                counts["intervals"] += rollup["records"]
-                counts["rows"] += spec.height
+            for server in servers:
+                for run, rollup, spec, stat in _server(fleet, server, sid, source, ordinals):
+                    runs.append(run)
+                    sums.append(rollup)
+                    specs.append(spec)
+                    stats.append(stat)
+                    counts["intervals"] += rollup["records"]
+                    counts["rows"] += spec.height
             counts["runs"] += len(runs)
             table = pa.Table.from_pylist(sums, schema=TABLES["run_sums"])
-            w.add_parts("spec_decode", sid, [pl.concat(specs)], run_sums=lambda t=table: t)
-            w.add_parts("engine_stats", sid, [pl.concat(stats)])
+            w.add_parts("spec_decode", sid, specs, run_sums=lambda t=table: t)
+            w.add_parts("engine_stats", sid, stats)
             w.add("runs", sid, runs)
             sources.append(
                 {
                     "source_id": sid,
-                    "path": runs[0]["source"],
+                    "path": source,
                     "kind": "prometheus",
                     "spec_records": sum(r["spec_records"] for r in runs),
                     "stats_records": sum(r["stats_records"] for r in runs),
@@ -288,10 +298,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=float, default=0.005, help="share of rows stored")
     parser.add_argument("--restarts", type=float, default=2.0, help="per server, on average")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--per-source", type=int, default=1, help="servers per source (a pull of a cluster)"
+    )
     args = parser.parse_args(argv)
     if args.out.exists():
         parser.error(f"{args.out} exists: give a new folder")
-    fleet = Fleet(args.servers, args.days, args.interval, args.sample, args.restarts, args.seed)
+    fleet = Fleet(
+        args.servers,
+        args.days,
+        args.interval,
+        args.sample,
+        args.restarts,
+        args.seed,
+        per_source=args.per_source,
+    )
     started = time.perf_counter()
     counts = write_fleet(args.out, fleet)
     took = time.perf_counter() - started

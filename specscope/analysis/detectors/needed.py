@@ -10,8 +10,10 @@ is (its lines and window). So, with rollups for every row:
 2. the screens (``screens``) run over the sources a batch at a time, each batch's rows
    read with only the columns the screens need and let go after it, the batches on
    ``workers`` threads (polars reads and aggregates outside the GIL);
-3. the rows of the runs so named, and of the sources whose benchmarks may speak of any
-   run, are read in full, and every detector runs on them as on the whole store.
+3. the rows of the runs the screens let through, and of the sources whose benchmarks may
+   speak of any run, are read in full; a run only a per-run detector names is stood for by
+   two rows with its first and last line and time (all a finding takes of its rows); and
+   every detector runs on them as on the whole store.
 
 The findings are those of ``gather`` and ``findings_of`` over every row
 (``tests/test_fleet.py`` holds the two paths to each other).
@@ -121,10 +123,12 @@ def gather_needed(
         runs = runs.filter(pl.col("run_id").is_in(wanted))
         events, bench = (t.filter(pl.col("run_id").is_in(wanted)) for t in (events, bench))
     base = evidence(spec_all.clear().collect(), stats_all.clear().collect(), runs, per_run)
-    need: set[str] = set()
+    # Runs a per-run detector may report on: their rows only say where (``_where``).
+    placed: set[str] = set()
     for detector in _PER_RUN:
-        need.update(r for f in detector(base) for r in (f.run_id or "").split(","))
-    need.update(f.run_id or "" for f in insufficient(base, ()))
+        placed.update(r for f in detector(base) for r in (f.run_id or "").split(","))
+    placed.update(f.run_id or "" for f in insufficient(base, ()))
+    need: set[str] = set()
     for screen in (screens.prefix_cache, screens.no_speedup):
         kept = screen(base)
         need.update(set(base.runs) if kept is None else kept)
@@ -154,14 +158,56 @@ def gather_needed(
             need.update(kept)
     need.discard("")
     chosen = pl.col("run_id").is_in(sorted(need))
+    spec = spec_all.filter(chosen).collect()
+    where = _where(spec_all, sorted(placed - need - {""}), spec.schema)
     ev = evidence(
-        spec_all.filter(chosen).collect().rechunk(),
+        pl.concat([spec, where]).rechunk(),
         stats_all.filter(chosen).collect().rechunk(),
         runs,
         per_run,
     )
     # In the order of the rollups, which is that of the rows (as over every row).
     return replace(ev, per_run={r: ev.per_run[r] for r in base.per_run if r in ev.per_run})
+
+
+def _where(spec: pl.LazyFrame, run_ids: list[str], schema: pl.Schema) -> pl.DataFrame:
+    """Two rows per run that stand for its spec rows where a finding is placed: the first
+    and last line (and last end line) and the first and last time, every count null. What
+    ``finding_for`` makes of them is what it makes of the run's rows; the screens and the
+    detectors that count find nothing in them (the runs passed no screen)."""
+    if not run_ids:
+        return pl.DataFrame(schema=schema)
+    bounds = (
+        spec.filter(pl.col("run_id").is_in(run_ids))
+        .group_by("run_id", "source_id")
+        .agg(
+            pl.col("line").min().alias("first_line"),
+            pl.col("line").max().alias("last_line"),
+            pl.col("end_line").max().alias("last_end"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+        .collect(engine="streaming")
+    )
+    first = bounds.select(
+        "run_id",
+        "source_id",
+        pl.col("first_line").alias("line"),
+        pl.col("last_end").alias("end_line"),
+        pl.col("first_ts").alias("ts"),
+    )
+    last = bounds.select(
+        "run_id",
+        "source_id",
+        pl.col("last_line").alias("line"),
+        pl.col("last_end").alias("end_line"),
+        pl.col("last_ts").alias("ts"),
+    )
+    rows = pl.concat([first, last]).sort("run_id", maintain_order=True)
+    return rows.select(
+        (pl.col(c) if c in rows.columns else pl.lit(None)).cast(t).alias(c)
+        for c, t in schema.items()
+    )
 
 
 def _by_source(store: Store, table: str) -> dict[str, list[Path]]:

@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from specscope.analysis.evidence import Evidence, method_of
+from specscope.stats import drift_split
 
 # Slack for float comparisons made here and again in the detector (sums in another order).
 _EPS = 1e-9
@@ -38,9 +40,9 @@ def _rate(acc: str, tok: str) -> pl.Expr:
 
 
 def drift(ev: Evidence) -> set[str] | None:
-    """A change of level needs two parts of ``min_drafts_per_side`` drafts each, and two
-    parts' rates lie between the lowest and the highest interval rate: a run whose
-    intervals all lie within ``min_change`` of each other cannot drift."""
+    """The detector's own split (``stats.drift_split``) of every run at once: the rows
+    sorted by run once, each run's cumulative counts a slice. A run whose rows are not in
+    time order already (the detector would sort them) is let through."""
     need = ev.config["evidence"]["min_drafts_per_side"]
     change = ev.config["acceptance_drift"]["min_change"]
     usable = (
@@ -48,24 +50,49 @@ def drift(ev: Evidence) -> set[str] | None:
         & (pl.col("draft_tokens") > 0)
         & pl.col("accepted_tokens").is_not_null()
     )
-    rate = pl.col("accepted_tokens") / pl.col("draft_tokens")
-    passed = (
-        ev.spec.lazy()
-        .filter(usable)
-        .group_by("run_id")
-        .agg(
-            pl.len().alias("n"),
-            pl.col("drafts").sum().alias("drafts"),
-            (rate.max() - rate.min()).alias("spread"),
-        )
-        .filter(
-            (pl.col("n") >= 4)
-            & (pl.col("drafts") >= 2 * need)
-            & (pl.col("spread") >= change - _EPS)
-        )
-        .collect()
+    rows = ev.spec.filter(usable).select(
+        pl.col("run_id").cast(pl.String),
+        "ts",
+        "line",
+        *(pl.col(c).fill_null(0) for c in ("drafts", "draft_tokens", "accepted_tokens")),
     )
-    return {str(r) for r in passed["run_id"].to_list()}
+    if rows.is_empty():
+        return set()
+    rows = rows.with_columns(pl.col("run_id").rle_id().alias("_part"))
+    # Each run's rows together (``Evidence`` keeps them so), in the order the detector
+    # takes them when they are already in time order.
+    order = rows.group_by("_part", maintain_order=True).agg(
+        pl.col("run_id").first(),
+        pl.len().alias("n"),
+        *(
+            (
+                (pl.col(c).null_count() == 0)
+                & (pl.col(c).cast(pl.Int64).diff().fill_null(0) >= 0).all()
+            ).alias(f"{c}_sorted")
+            for c in ("ts", "line")
+        ),
+        *(pl.col(c).null_count().alias(f"{c}_nulls") for c in ("ts", "line")),
+    )
+    if order["run_id"].n_unique() != order.height:  # a run's rows apart: let all through
+        return None
+    keep: set[str] = set()
+    counts = [rows[c].to_numpy() for c in ("drafts", "draft_tokens", "accepted_tokens")]
+    z = ev.config["evidence"]["z"]
+    start = 0
+    for run_id, n, ts_sorted, line_sorted, ts_nulls, line_nulls in order.select(
+        "run_id", "n", "ts_sorted", "line_sorted", "ts_nulls", "line_nulls"
+    ).iter_rows():
+        end = start + n
+        keys = [s for s, nulls in ((ts_sorted, ts_nulls), (line_sorted, line_nulls)) if nulls < n]
+        if n >= 4:
+            if not all(keys or [line_sorted]):
+                keep.add(run_id)  # the detector sorts these: judged there
+            else:
+                d, t, a = (np.cumsum(c[start:end]) for c in counts)
+                if drift_split(d, t, a, need, change, z) is not None:
+                    keep.add(run_id)
+        start = end
+    return keep
 
 
 def kv_saturation(ev: Evidence) -> set[str] | None:
