@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 import typer
 
+from specscope.cli import sql as sql_command
 from specscope.cli.check import EXAMPLES as CHECK_EXAMPLES
 from specscope.cli.check import check
 from specscope.cli.conventions import conventional
@@ -30,8 +31,6 @@ from specscope.cli.options import (
     StoreOption,
 )
 from specscope.cli.output import fail, print_json, say
-from specscope.cli.sql import EXAMPLES as SQL_EXAMPLES
-from specscope.cli.sql import sql
 from specscope.cli.triage import EXAMPLES as TRIAGE_EXAMPLES
 from specscope.cli.triage import triage
 from specscope.errors import ExitStatus, SpecscopeError, UsageError
@@ -80,8 +79,7 @@ def _options(
 app.command(epilog=TRIAGE_EXAMPLES)(triage)
 
 app.command(epilog=CHECK_EXAMPLES)(check)
-
-app.command(epilog=SQL_EXAMPLES)(sql)
+app.command(epilog=sql_command.EXAMPLES)(sql_command.sql)
 
 PROGRESS_BYTES = 50_000_000  # logs smaller than this are read before a bar would help
 
