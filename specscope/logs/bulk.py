@@ -139,6 +139,7 @@ class _BulkReader:
         self.plan = plan
         self.stage = stage
         self.scanner = scanner  # the compiled one, or None: polars
+        self.servers = {s.definition.name: s.definition.engine for s in plan.shapes}
         self.frames: dict[str, list[pl.DataFrame]] = {}  # this block's, until flushed
 
     # -- one block -------------------------------------------------------------------------
@@ -269,20 +270,24 @@ class _Walk:
         self.stretch_of = np.full(n, -1, np.int64)
         self.seeds: list[tuple[int, int, str, Any, Any]] = []
         self.stretches = 0
-        positions = p.positions
-        self.rec_pos = {i: j for j, i in enumerate(positions)}
         # Per line: its process as a number, and its record's table as a number.
         self.key_of = p.key_of
-        table_list = p.rec_table
-        self.table_names = sorted(set(table_list))
+        self.positions = p.positions
+        self.table_names = p.table_names
         self.table_of = np.zeros(len(kind), np.int64)
-        if positions:
-            codes = {t: c for c, t in enumerate(self.table_names)}
-            self.table_of[np.asarray(positions)] = [codes[t] for t in table_list]
-        self.rec_table = table_list
-        self.rec_engine = p.rec_engine or [None] * len(positions)
-        servers = {s.definition.name: s.definition.engine for s in reader.plan.shapes}
-        self.rec_server = [servers.get(f) for f in p.rec_format]
+        if len(p.positions):
+            self.table_of[p.positions] = p.rec_table
+        self.records = p.records
+        self.servers = reader.servers
+
+    def _record(self, i: int) -> int:
+        """The row in the block's records of the record on line ``i``."""
+        return int(np.searchsorted(self.positions, i))
+
+    def _engine(self, i: int) -> Any:
+        if "engine" not in self.records.columns:
+            return None
+        return self.records["engine"][self._record(i)]
 
     def feed(self, i: int, line_text: str) -> None:
         self.parser.feed(self.base + i + 1, line_text)
@@ -376,12 +381,11 @@ class _Walk:
                             before[1]["line"],
                         )
                     )
-                p = self.rec_pos[j]
                 last[key] = (
-                    self.rec_table[p],
-                    BulkRow(line=self.base + j + 1, engine=self.rec_engine[p]),
+                    self.table_names[int(self.table_of[j])],
+                    BulkRow(line=self.base + j + 1, engine=self._engine(j)),
                 )
-            server = self.rec_server[self.rec_pos[int(rec_idx[0])]]
+            server = self.servers.get(self.records["format"][self._record(int(rec_idx[0]))])
         last_seen = None
         dated = env_idx[self.dated[env_idx]]
         if len(dated):

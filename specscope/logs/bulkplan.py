@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -156,10 +156,12 @@ class Prepared:
     envelope: Callable[[int], Envelope]  # a dated line's header
     slow: np.ndarray  # the lines fed one by one, and their text
     slow_texts: list[str]
-    positions: list[int]  # the records' lines (within the block)
-    rec_table: list[str]
-    rec_engine: list[Any]
-    rec_format: list[str]
+    # The records' lines (within the block, ascending) and tables (codes into
+    # ``table_names``): arrays, since a block holds thousands of records and the walk
+    # looks up a few of them per stretch.
+    positions: np.ndarray
+    rec_table: np.ndarray
+    table_names: list[str]
 
 
 def prepared(
@@ -186,7 +188,12 @@ def prepared(
     after_record[1:] = (kind[:-1] == RECORD) & (kind[1:] == QUIET)
     kind = np.where(after_record, SLOW, kind)
     slow = np.flatnonzero(kind == SLOW)
-    has = len(records) > 0
+    positions, rec_table, table_names = np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    if len(records):
+        positions = records["_i"].to_numpy().astype(np.int64, copy=False)
+        table_names = sorted(records["_table"].unique().to_list())
+        codes = records["_table"].cast(pl.Enum(table_names)).to_physical()
+        rec_table = codes.to_numpy().astype(np.int64)
     return Prepared(
         lines,
         kind,
@@ -197,10 +204,9 @@ def prepared(
         envelope=envelope,
         slow=slow,
         slow_texts=[lines[i] for i in slow.tolist()],
-        positions=records["_i"].to_list() if has else [],
-        rec_table=records["_table"].to_list() if has else [],
-        rec_engine=(records["engine"].to_list() if has and "engine" in records.columns else []),
-        rec_format=records["format"].to_list() if has else [],
+        positions=positions,
+        rec_table=rec_table,
+        table_names=table_names,
     )
 
 
