@@ -41,8 +41,13 @@ print(len(rows))
 """
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS in MB and stdout of one command in its own process."""
+Timed = tuple[float, int, str, float]
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> Timed:
+    """Wall seconds, peak RSS in MB, stdout and CPU seconds (user + system, its children's
+    too) of one command in its own process. On a machine others load, the CPU seconds are
+    the steadier figure."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd,
@@ -58,12 +63,18 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}")
-    return wall, usage.ru_maxrss // 1024, out.strip()
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_maxrss // 1024, out.strip(), cpu
 
 
-def best(cmd: list[str], repeat: int) -> tuple[float, int, str]:
+def best(cmd: list[str], repeat: int) -> Timed:
     runs = [timed(cmd) for _ in range(repeat)]
-    return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
+    return (
+        min(r[0] for r in runs),
+        max(r[1] for r in runs),
+        runs[0][2],
+        min(r[3] for r in runs),
+    )
 
 
 def grow_store(store: Path, rows: int) -> int:
@@ -132,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
             else ["grep", "-cF", "SpecDecoding metrics", str(log)]
         )
         subprocess.run(baseline, capture_output=True)
-        results: list[tuple[str, float, int, str]] = []
+        results: list[tuple[str, float, int, str, float]] = []
         grep = best(baseline, args.repeat)
         results.append(("zcat, grep -cF" if gz else "grep -cF 'SpecDecoding metrics'", *grep))
-        naive = (0.0, 0, "")
+        naive: Timed = (0.0, 0, "", 0.0)
         if not gz:
             naive = best([sys.executable, "-c", NAIVE, str(log)], args.repeat)
             results.append(("naive Python regex loop", *naive))
@@ -143,22 +154,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.polars:
             shutil.rmtree(store, ignore_errors=True)
             old = timed(ingest_cmd, {"SPECSCOPE_CORE": "0"})
-            results.append(("specscope ingest (polars, no core)", old[0], old[1], ""))
+            results.append(("specscope ingest (polars, no core)", *old))
 
-        def fresh() -> tuple[float, int, str]:
+        def fresh() -> Timed:
             shutil.rmtree(store, ignore_errors=True)  # else the log is known: "unchanged"
             return timed(ingest_cmd)
 
         ingest = min((fresh() for _ in range(args.repeat)), key=lambda r: r[0])
-        results.append(("specscope ingest", ingest[0], ingest[1], ""))
+        results.append(("specscope ingest", *ingest))
         rows = parse_size(args.rows)
         held = grow_store(store, rows) if rows else None
         if not args.no_detect:
             detect = timed([*specscope, "detect", "--store", str(store), "--json"])
-            results.append(("specscope detect", detect[0], detect[1], ""))
+            results.append(("specscope detect", *detect))
             out = str(work / "r.html")
             report = timed([*specscope, "report", "--store", str(store), "--out", out])
-            results.append(("specscope report (HTML)", report[0], report[1], ""))
+            results.append(("specscope report (HTML)", *report))
         print(
             f"{log.name}: {size_mb:,.0f} MB on disk, {grep[2]} SpecDecoding records; "
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -166,12 +177,16 @@ def main(argv: list[str] | None = None) -> int:
         if held:
             print(f"store grown to {held:,} spec-decode rows for detect and report")
         print()
-        print("| step | seconds | × baseline | MB/s | peak RSS MB |")
-        print("|---|---:|---:|---:|---:|")
-        for name, wall, rss, _ in results:
-            ratio = f"{wall / grep[0]:,.1f}" if "ingest" in name or "naive" in name else ""
+        print("| step | seconds | × baseline | MB/s | peak RSS MB | CPU s | × baseline CPU |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, wall, rss, _, cpu in results:
+            compared = "ingest" in name or "naive" in name
+            ratio = f"{wall / grep[0]:,.1f}" if compared else ""
+            cpu_ratio = f"{cpu / max(grep[3], 1e-3):,.1f}" if compared else ""
             rate = f"{size_mb / wall:,.0f}" if ratio or name.startswith(("grep", "zcat")) else ""
-            print(f"| {name} | {wall:,.2f} | {ratio} | {rate} | {rss:,} |")
+            print(
+                f"| {name} | {wall:,.2f} | {ratio} | {rate} | {rss:,} | {cpu:,.2f} | {cpu_ratio} |"
+            )
         if naive[0]:
             print(f"\ningest is {naive[0] / ingest[0]:.2f}× the speed of the naive loop")
     finally:
