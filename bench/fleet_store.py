@@ -197,7 +197,7 @@ def _rows(
 
 def _server(
     fleet: Fleet, server: int, sid: str, source: str, ordinals: Iterator[int]
-) -> Iterator[tuple[dict[str, Any], ...]]:
+) -> Iterator[tuple[dict[str, Any], dict[str, Any], pl.DataFrame, pl.DataFrame]]:
     """Each run of one server: its runs row, rollup and sampled rows."""
     rng = np.random.default_rng([fleet.seed, server])
     setup = SETUPS[server % len(SETUPS)]
@@ -259,7 +259,10 @@ def write_fleet(path: Path, fleet: Fleet) -> dict[str, int]:
                 else f"http://prometheus.fleet:9090#cluster={first // fleet.per_source}"
             )
             ordinals = itertools.count(1)
-            runs, sums, specs, stats = [], [], [], []
+            runs: list[dict[str, Any]] = []
+            sums: list[dict[str, Any]] = []
+            specs: list[pl.DataFrame] = []
+            stats: list[pl.DataFrame] = []
             for server in servers:
                 for run, rollup, spec, stat in _server(fleet, server, sid, source, ordinals):
                     runs.append(run)
@@ -270,7 +273,7 @@ def write_fleet(path: Path, fleet: Fleet) -> dict[str, int]:
                     counts["rows"] += spec.height
             counts["runs"] += len(runs)
             table = pa.Table.from_pylist(sums, schema=TABLES["run_sums"])
-            w.add_parts("spec_decode", sid, specs, run_sums=lambda t=table: t)
+            w.add_parts("spec_decode", sid, specs, run_sums=lambda t=table: t)  # type: ignore[misc]
             w.add_parts("engine_stats", sid, stats)
             w.add("runs", sid, runs)
             sources.append(

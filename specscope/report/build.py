@@ -466,7 +466,7 @@ def _charts(
     """The charts that have something to show, what each shows, and a sentence for each
     one left out. ``grouped``: ``spec``'s run ids and ``runs`` are setups."""
     labels = {r["run_id"]: r["label"] for r in runs}
-    timed = setups.over_time_rows(spec, points=charts.MAX_POINTS) if grouped else spec
+    timed = setups.over_time_rows(spec, points=setups.OVER_TIME_POINTS) if grouped else spec
     runs = runs[: setups.MAX_SETUP_BARS] if grouped else runs
     built = [
         ("per_position", charts.per_position(per_position, red, z=z)),

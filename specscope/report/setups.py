@@ -35,6 +35,7 @@ MAX_FINDINGS = 30
 MAX_OUTLIERS = 10
 CHART_SETUPS = 8  # lines or colours in a chart: the setups with most drafts, the rest as one
 OTHERS = "other setups"
+OVER_TIME_POINTS = 1000  # eight lines of 125 points: a month in six-hour steps
 MAX_SETUP_BARS = 30  # setups in the chart across setups
 LARGEST_SETUPS = 15  # setups listed: those with most drafts, and the lowest acceptance
 LOWEST_SETUPS = 10
@@ -211,10 +212,11 @@ def chart_names(label: Mapping[str, str], table: list[dict[str, Any]]) -> dict[s
 
 
 def named_rows(spec: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
-    """The spec rows a chart reads, each run under its chart name (``chart_names``)."""
+    """The spec rows a chart reads, each run under its chart name (``chart_names``), the
+    rows of a name together (the charts count names as runs of equal values)."""
     return spec.with_columns(
         pl.col("run_id").cast(pl.String).replace_strict(names, default=OTHERS).alias("run_id")
-    )
+    ).sort("run_id", maintain_order=True)
 
 
 def over_time_rows(named: pl.DataFrame, *, points: int) -> pl.DataFrame:

@@ -1,0 +1,153 @@
+"""detect and report over many runs and many rows (issue 23): time and peak RSS of each
+command in its own process, against runs listed and rows stored.
+
+    python bench/fleet.py runs [--runs 10,80,1000,3000]     # 20 MB of logs cut into runs
+    python bench/fleet.py fleet [--servers 100,300,1000] [--days 30] [--sample 0.005]
+
+``runs``: ``bench/generate.py --size 20M --runs N`` (the issue's baseline: 7, 59, 651 and
+1,964 runs with records), ingested, then ``specscope detect`` and ``specscope report``
+(Markdown with its PNGs, and HTML). ``fleet``: ``bench/fleet_store.py`` writes N servers
+for a month at 10 s intervals (N x 259,200 intervals, all summed in the rollups, a
+``--sample`` of them stored as rows), then ``specscope detect`` and ``report``. Each line
+printed is one JSON object; ``bench/README.md`` has the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def measured(cmd: list[str]) -> tuple[float, float, int]:
+    """Seconds, peak RSS in MB and exit status of ``cmd`` in its own process."""
+    started = time.monotonic()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        _, status, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read().decode(errors="replace")
+    took = time.monotonic() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 11):
+        print(f"{' '.join(cmd)}: exit {code}: {err[-400:]}", file=sys.stderr)
+    return took, usage.ru_maxrss / 1024, code
+
+
+def _specscope(*args: str) -> list[str]:
+    return [sys.executable, "-m", "specscope", *args]
+
+
+def _store_size(store: Path) -> dict[str, int]:
+    import polars as pl
+
+    sys.path.insert(0, str(ROOT))
+    from specscope.store.reading import open_store
+
+    s = open_store(store)
+    return {
+        "runs": s.runs.select(pl.len()).collect().item(),
+        "rows": s.spec_decode.select(pl.len()).collect().item()
+        + s.engine_stats.select(pl.len()).collect().item(),
+        "intervals": int(s.run_sums.select(pl.col("records").sum()).collect().item() or 0),
+    }
+
+
+def _commands(store: Path, out: Path) -> dict[str, list[str]]:
+    return {
+        "detect": _specscope("detect", "--store", str(store), "--json"),
+        "report_md": _specscope("report", "--store", str(store), "--out", str(out / "r.md")),
+        "report_html": _specscope("report", "--store", str(store), "--out", str(out / "r.html")),
+    }
+
+
+def bench_runs(cuts: list[int], work: Path) -> None:
+    for n in cuts:
+        log, store = work / f"runs{n}.log", work / f"runs{n}"
+        generate = [sys.executable, str(HERE / "generate.py"), "--size", "20M"]
+        subprocess.run(
+            [*generate, "--runs", str(n), "--out", str(log)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        took, rss, _ = measured(_specscope("ingest", str(log), "--store", str(store)))
+        ingested = [round(took, 2), round(rss)]
+        row: dict[str, object] = {"cut": n, **_store_size(store), "ingest": ingested}
+        for name, cmd in _commands(store, work).items():
+            took, rss, _ = measured(cmd)
+            row[name] = [round(took, 2), round(rss)]
+        print(json.dumps(row), flush=True)
+
+
+def bench_fleet(
+    servers: list[int], days: float, sample: float, per_source: int, work: Path
+) -> None:
+    for n in servers:
+        store = work / f"fleet{n}"
+        made = subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "fleet_store.py"),
+                "--servers",
+                str(n),
+                "--days",
+                str(days),
+                "--sample",
+                str(sample),
+                "--per-source",
+                str(per_source),
+                "--out",
+                str(store),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        row: dict[str, object] = {
+            "servers": n,
+            **_store_size(store),
+            "generate_s": json.loads(made.stdout)["seconds"],
+        }
+        for name, cmd in _commands(store, work).items():
+            took, rss, _ = measured(cmd)
+            row[name] = [round(took, 2), round(rss)]
+        print(json.dumps(row), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    runs = sub.add_parser("runs", help="20 MB of logs cut into more and more runs")
+    runs.add_argument("--runs", default="10,80,1000,3000", help="generate.py --runs values")
+    fleet = sub.add_parser("fleet", help="a synthetic fleet: rollups and sampled rows")
+    fleet.add_argument("--servers", default="100,300,1000")
+    fleet.add_argument("--days", type=float, default=30)
+    fleet.add_argument("--sample", type=float, default=0.005)
+    fleet.add_argument("--per-source", type=int, default=100)
+    parser.add_argument("--work", type=Path, help="where stores go (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        work = Path(tmp)
+        if args.what == "runs":
+            bench_runs([int(x) for x in args.runs.split(",")], work)
+        else:
+            bench_fleet(
+                [int(x) for x in args.servers.split(",")],
+                args.days,
+                args.sample,
+                args.per_source,
+                work,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
