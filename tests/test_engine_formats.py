@@ -129,3 +129,23 @@ def test_compare_states_two_engines_on_one_definition(cli, tmp_path: Path) -> No
     assert {"field": "server", "a": "vllm", "b": "llama.cpp"} in got["config"]
     rate = next(m for m in got["measures"] if m["name"] == "acceptance_rate")
     assert rate["b"] == pytest.approx(4367 / 4973)
+
+
+@pytest.mark.parametrize(
+    ("drafted", "accepted", "low"),
+    [(347, 65, False), (5000, 300, True)],
+    ids=["low-only-at-the-k-assumed", "low-at-any-k"],
+)
+def test_responses_without_verify_steps_are_low_only_at_any_k(
+    cli, tmp_path: Path, drafted: int, accepted: int, low: bool
+) -> None:
+    # llama.cpp#12603's response: 65 of 347 drafted, no verify steps. At the k assumed (3)
+    # that is about half of a learned drafter's gain; at 16 tokens a step (the PR's
+    # --draft-max) it is not low. 300 of 5,000 is low whatever k was.
+    log = tmp_path / "response.json"
+    timings = {"predicted_n": 200, "draft_n": drafted, "draft_n_accepted": accepted}
+    log.write_text(json.dumps({"timings": timings}) + "\n", encoding="utf-8")
+    r = cli("triage", log, "--json")
+    kinds = {f["kind"] for f in json.loads(r.out)["findings"]}
+    assert ("low_acceptance" in kinds) is low
+    assert "zero_acceptance" not in kinds
