@@ -4,8 +4,9 @@ reads no Parquet) and Spark in local mode, over the local store and over a real 
 on 127.0.0.1 (s3s-fs) where the engine can read one.
 
 The store is real: the repository's logs and pastes (vLLM, SGLang, llama.cpp,
-TensorRT-LLM; dozens of models, runs and days) ingested in three ingests, one of them a
-log that grew since it was read, and a data file copied in by hand that a glob would read.
+TensorRT-LLM; dozens of models, runs and days) ingested in four ingests, one of them a
+log that grew since it was read, two vLLM /metrics endpoints on 127.0.0.1 scraped (their
+runs' instance and UTC times), and a data file copied in by hand that a glob would read.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import polars as pl
 import pytest
 
 import specscope
+from specscope.prometheus.scrape import scrape
 from specscope.queries.engines import script, table_files
 from specscope.queries.fleet import QUERIES, answer
 from tests import s3_server
 from tests.helpers import FIXTURES, SEEDS
+from tests.prom_servers import VllmExporter, serve_exporter
 
 ENGINE_LOGS = [
     "llamacpp_server_mtp_two_requests.log",
@@ -58,6 +61,13 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ingest([grown, *world[len(world) // 2 :]], store)
     ingest([*(p for p in SEEDS.iterdir() if p.name != GROWN)], store)
     ingest([FIXTURES / "engines" / name for name in ENGINE_LOGS], store)
+    # Two vLLM servers scraped on 127.0.0.1: runs whose instance is the target's, in UTC.
+    for _server in range(2):
+        port, server = serve_exporter(VllmExporter())
+        try:
+            scrape(f"http://127.0.0.1:{port}/metrics", store=store, interval=1, count=3)
+        finally:
+            server.shutdown()  # type: ignore[attr-defined]
     # A committed file copied in by hand: a glob reads it twice, specscope never.
     first = sorted((store / "spec_decode").rglob("*.parquet"))[0]
     shutil.copy(first, first.with_name("part-copied-by-hand.parquet"))
@@ -83,6 +93,9 @@ def test_the_store_is_a_fleet(fleet):
     runs = store.runs.collect()
     assert runs["server"].n_unique() >= 4  # vllm, sglang, llama.cpp, tensorrt-llm
     assert runs["model"].n_unique() >= 5
+    servers = answer(store, "acceptance_by_server")
+    scraped = servers.filter(pl.col("instance").str.starts_with("127.0.0.1:"))
+    assert scraped.height == 2 and scraped["drafts"].min() > 0  # the targets, not the URL
     days = answer(store, "acceptance_by_day")
     assert days.height >= 10
     curves = answer(store, "positions_by_model")
