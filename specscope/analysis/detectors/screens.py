@@ -163,17 +163,36 @@ def concurrency(ev: Evidence) -> set[str] | None:
     keep: set[str] = set()
     for ids in setups.values():
         alone = [r for r in ids if r in sides and _collapses(ev, sides[r])]
-        together = _one_after_another(ev, ids) if len(ids) > 1 else []
+        together = _one_after_another(ev, ids)  # the setup's group, if two or more
         if len(together) > 1 and empty:
             summed = {
                 c: sum((sides.get(r) or empty)[c] or 0 for r in together)
                 for c in empty
                 if c != "run_id"
             }
-            alone += together if _collapses(ev, summed) else []
-        if alone:
-            keep.update(ids)
+            if _collapses(ev, summed):
+                keep.update(ids)
+                continue
+        if not alone:
+            continue
+        # The runs that pass alone, and the setup's group (which did not pass) if it has
+        # one, each other run with a run it overlaps: among them the detector finds the
+        # setup's group as it is, and no other.
+        chosen = set(alone) | (set(together) if len(together) > 1 else set())
+        for run_id in alone:
+            if run_id not in together:
+                chosen.add(next(o for o in ids if o != run_id and _overlap(ev, run_id, o)))
+        keep.update(chosen)
     return keep
+
+
+def _overlap(ev: Evidence, a: str, b: str) -> bool:
+    """``load``'s overlap of two runs in time (a run without both ends overlaps none)."""
+    a0, a1 = ev.runs[a].get("first_ts"), ev.runs[a].get("last_ts")
+    b0, b1 = ev.runs[b].get("first_ts"), ev.runs[b].get("last_ts")
+    if a0 is None or a1 is None or b0 is None or b1 is None:
+        return False
+    return bool(a0 <= b1 and b0 <= a1)
 
 
 def _one_after_another(ev: Evidence, run_ids: list[str]) -> list[str]:
