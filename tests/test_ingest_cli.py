@@ -381,4 +381,4 @@ def test_errors_print_once_on_stderr_and_leave_no_empty_store(cli, tmp_path):
     store.mkdir()
     (store / "mine.txt").write_text("x", encoding="utf-8")
     assert cli("ingest", prose, "--store", store).status != 0
-    assert sorted(p.name for p in store.iterdir()) == [".lock", "mine.txt"]
+    assert sorted(p.name for p in store.iterdir()) == ["mine.txt"]

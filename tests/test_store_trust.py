@@ -25,8 +25,10 @@ import specscope
 from specscope.cli.app import app
 from specscope.cli.check import EXAMPLES, check
 from specscope.errors import ExitStatus, StoreError
+from specscope.schema import store_columns
 from specscope.store import durable, locking, writing
 from specscope.store.check import check_store
+from specscope.store.reading import Store
 
 from .helpers import FIXTURES, SEEDS
 
@@ -480,10 +482,10 @@ def test_full_disk_after_the_commit_is_finished_by_the_next_write(cli, stored, m
     assert set(_polars_glob(stored)) == set(after) and check_store(stored).ok
 
 
-# -- the lock: a lease ------------------------------------------------------------------------
+# -- writers side by side; the lock: a lease ---------------------------------------------------
 
-# Holds the store's lock: writes a few rows, says so, then waits for a file to appear
-# (a writer stuck on a server that answers nothing), then commits.
+# A writer at work: writes a few rows, says so, then waits for a file to appear (a writer
+# stuck on a server that answers nothing), then commits.
 _HOLDER = """
 import sys, time
 from pathlib import Path
@@ -514,13 +516,38 @@ except SpecscopeError as exc:
     sys.exit(int(exc.exit_status))
 """
 
+# Holds the store's lock itself, as a writer in the middle of its commit does: beating
+# its heartbeat ("busy") or not ("stuck"), until a file appears.
+_LOCKER = """
+import sys, time
+from pathlib import Path
+from specscope.store import locking
+store, go, busy = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "busy"
+store.mkdir(parents=True, exist_ok=True)
+lease = locking.acquire(store, wait_s=5, lease_s=locking.lease_seconds(), what="commit")
+print("holding", flush=True)
+while not go.exists():
+    time.sleep(0.1)
+    if busy:
+        lease.beat(now=True)
+print("held" if lease.held() else "lost", flush=True)
+lease.release()
+"""
 
-def _holder(tmp_path: Path, store: Path, *, beat: bool, env: dict[str, str] | None = None):
-    script = tmp_path / "holder.py"
-    script.write_text(_HOLDER)
+
+def _holder(
+    tmp_path: Path,
+    store: Path,
+    *,
+    beat: bool,
+    env: dict[str, str] | None = None,
+    script: str = _HOLDER,
+):
+    path = tmp_path / "holder.py"
+    path.write_text(script)
     go = tmp_path / "go"
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(store), str(go), "busy" if beat else "stuck"],
+        [sys.executable, str(path), str(store), str(go), "busy" if beat else "stuck"],
         env={**ENV, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -530,9 +557,49 @@ def _holder(tmp_path: Path, store: Path, *, beat: bool, env: dict[str, str] | No
     return proc, go
 
 
-def test_a_live_holder_blocks_until_the_wait_runs_out(cli, tmp_path, monkeypatch):
+def test_a_writer_at_work_blocks_nobody(cli, tmp_path, monkeypatch):
+    """Writers write side by side: the lock is held to commit only, so a pull or a long
+    ingest does not keep another writer out for its whole length."""
     store = tmp_path / "s"
     proc, go = _holder(tmp_path, store, beat=True)
+    try:
+        monkeypatch.setattr(writing, "_LOCK_WAIT_S", 1.0)
+        started = time.monotonic()
+        r = cli("ingest", INT4, "--store", store)
+        assert r.status == 0, r.err
+        assert time.monotonic() - started < 30
+        assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}  # not the other's yet
+        assert [p.name for p in (store / "stage").iterdir()]  # the other's stage is kept
+    finally:
+        go.touch()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert {s for s, _ in _specscope_rows(store)} == {"held", "s54e95cd2ea"}
+    assert len(specscope.open_store(store).sources.collect()) == 1  # only the log has a row
+    assert check_store(store).ok and not (store / "stage").exists()
+
+
+def test_two_writers_of_one_source_commit_one_and_refuse_the_other(cli, tmp_path):
+    """Both read the same state of the source: the later commit would undo the earlier
+    (its runs, its watermark), so it commits nothing and says to run it again."""
+    store = tmp_path / "s"
+    proc, go = _holder(tmp_path, store, beat=True)
+    try:
+        with Store(store).writer() as w:
+            part = store_columns(pl.DataFrame({"line": [7]}), "spec_decode")
+            w.add_parts("spec_decode", "held", [part])
+    finally:
+        go.touch()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == ExitStatus.STORE_ERROR
+    assert "another writer committed source held while this one wrote it" in err
+    assert [line for s, line in _specscope_rows(store) if s == "held"] == [7]
+    assert check_store(store).ok and not (store / "stage").exists()
+
+
+def test_a_lock_holder_blocks_a_commit_until_the_wait_runs_out(cli, tmp_path, monkeypatch):
+    store = tmp_path / "s"
+    proc, go = _holder(tmp_path, store, beat=True, script=_LOCKER)
     try:
         monkeypatch.setattr(writing, "_LOCK_WAIT_S", 1.0)
         started = time.monotonic()
@@ -543,29 +610,29 @@ def test_a_live_holder_blocks_until_the_wait_runs_out(cli, tmp_path, monkeypatch
         assert waited >= 1.0
     finally:
         go.touch()
-        proc.wait(timeout=60)
-    assert proc.returncode == 0
-    assert {s for s, _ in _specscope_rows(store)} == {"held"}
+        out, _ = proc.communicate(timeout=60)
+    assert out.split() == ["held"]
+    assert not (store / "specscope.json").exists() and not (store / "stage").exists()
 
 
-def test_a_long_writer_that_makes_progress_keeps_its_lease(cli, tmp_path, monkeypatch):
+def test_a_lock_holder_that_beats_keeps_its_lease(cli, tmp_path, monkeypatch):
     store = tmp_path / "s"
     lease = {"SPECSCOPE_LOCK_LEASE_S": "1.5"}
-    proc, go = _holder(tmp_path, store, beat=True, env=lease)
+    proc, go = _holder(tmp_path, store, beat=True, env=lease, script=_LOCKER)
     try:
         monkeypatch.setattr(writing, "_LOCK_WAIT_S", 4.0)  # past the lease: its heartbeat holds
         r = cli("ingest", INT4, "--store", store, env=lease)
         assert r.status == ExitStatus.STORE_ERROR and "another specscope process" in r.err
     finally:
         go.touch()
-        proc.wait(timeout=60)
-    assert proc.returncode == 0, proc.stderr.read()
+        out, _ = proc.communicate(timeout=60)
+    assert out.split() == ["held"]
 
 
-def test_a_hung_holder_loses_the_lock_after_its_lease(cli, tmp_path, monkeypatch):
+def test_a_hung_lock_holder_loses_the_lock_after_its_lease(cli, tmp_path, monkeypatch):
     store = tmp_path / "s"
     lease = {"SPECSCOPE_LOCK_LEASE_S": "1"}
-    proc, go = _holder(tmp_path, store, beat=False, env=lease)
+    proc, go = _holder(tmp_path, store, beat=False, env=lease, script=_LOCKER)
     try:
         monkeypatch.setattr(writing, "_LOCK_WAIT_S", 1.5)
         started = time.monotonic()
@@ -576,15 +643,44 @@ def test_a_hung_holder_loses_the_lock_after_its_lease(cli, tmp_path, monkeypatch
         assert record["took_over_from"]["pid"] == proc.pid
     finally:
         go.touch()
+        out, _ = proc.communicate(timeout=60)
+    assert out.split() == ["lost"]
+    assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}
+
+
+def test_a_hung_writer_loses_its_stage_after_its_lease_and_commits_nothing(cli, tmp_path):
+    store = tmp_path / "s"
+    lease = {"SPECSCOPE_LOCK_LEASE_S": "1"}
+    proc, go = _holder(tmp_path, store, beat=False, env=lease)
+    try:
+        time.sleep(1.5)  # past its lease, with no heartbeat
+        r = cli("ingest", INT4, "--store", store, env=lease)
+        assert r.status == 0, r.err
+    finally:
+        go.touch()
         _, err = proc.communicate(timeout=60)
-    assert proc.returncode == ExitStatus.STORE_ERROR and "lost the store's lock" in err
+    assert proc.returncode == ExitStatus.STORE_ERROR and "lost its stage" in err
     assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}  # nothing of the hung one
     assert check_store(store).ok and not (store / "stage").exists()
 
 
-def test_a_killed_holder_blocks_nobody(cli, tmp_path, monkeypatch):
+def test_a_killed_writer_blocks_nobody(cli, tmp_path, monkeypatch):
     store = tmp_path / "s"
     proc, _ = _holder(tmp_path, store, beat=False)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert list((store / "stage").glob("owner-*.json"))  # its claim stays
+    monkeypatch.setattr(writing, "_LOCK_WAIT_S", 30.0)
+    started = time.monotonic()
+    assert cli("ingest", INT4, "--store", store).status == 0
+    assert time.monotonic() - started < 10  # its pid is gone: its stage is nobody's
+    assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}
+    assert not (store / "stage").exists()
+
+
+def test_a_killed_lock_holder_blocks_nobody(cli, tmp_path, monkeypatch):
+    store = tmp_path / "s"
+    proc, _ = _holder(tmp_path, store, beat=False, script=_LOCKER)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert locking.read_holder(store / ".lock").pid == proc.pid  # its record stays

@@ -45,6 +45,7 @@ from specscope.store import durable
 from specscope.store.integrity import sha256_of
 from specscope.store.layout import (
     FILES,
+    INGEST_ID,
     LATEST_ONLY,
     MANIFEST,
     OWN_NAME,
@@ -59,6 +60,7 @@ from specscope.store.layout import (
     read_manifest,
     relative,
 )
+from specscope.store.locking import OWNER, owner_alive
 
 
 def describe(root: Path, ingest_id: str, staged: Iterable[Path]) -> list[FileEntry]:
@@ -151,21 +153,23 @@ def move_in(root: Path, ingest_id: str, entries: list[FileEntry]) -> None:
     durable.sync_dir(base.parent)
 
 
-def recover(root: Path) -> None:
-    """What a writer does first, holding the lock: finish moving in the ingests that were
-    committed and not moved in (step 3), remove the stage of those that never committed
-    and of writers gone, the files that runs and sources superseded, and the files a writer
-    older than the file list left in the tables without committing them."""
+def recover(root: Path, lease_s: float, keep: str | None = None) -> None:
+    """What a writer does first when it commits, holding the lock: finish moving in the
+    ingests that were committed and not moved in (step 3); remove the stage of those that
+    never committed and whose writers are gone (dead, or no heartbeat for ``lease_s``: a
+    writer still at work keeps its stage); the files that runs and sources superseded,
+    and the files a writer older than the file list left in the tables without committing
+    them. ``keep``: the recovering writer's own ingest, whose stage it keeps."""
     manifest = read_manifest(root)
     ingests = {str(i.get("id")): i for i in manifest.get("ingests", [])}
     stage = root / STAGE
-    for ingest_id in sorted(moving(root)):
-        committed = ingests.get(ingest_id)
-        entries = entries_of(committed, root / MANIFEST) if committed is not None else None
-        if entries is not None:
-            move_in(root, ingest_id, entries)
+    finish_moves(root, manifest)
     if stage.is_dir():
         for p in stage.iterdir():
+            owner = stage_ingest(p.name)
+            if owner is not None and owner not in ingests:
+                if owner == keep or owner_alive(stage, owner, lease_s):
+                    continue  # the recovering writer's own, or another's at work
             if p.is_dir():
                 shutil.rmtree(p, ignore_errors=True)
             else:
@@ -181,6 +185,52 @@ def recover(root: Path) -> None:
             )
             if leftover and p.is_file():
                 p.unlink(missing_ok=True)
+
+
+def unfinished(root: Path, manifest: dict[str, Any] | None = None) -> set[str]:
+    """The ingests committed and not all moved in (a writer killed, or a disk that filled,
+    between the commit and the end of its moves)."""
+    manifest = read_manifest(root) if manifest is None else manifest
+    return moving(root) & {str(i.get("id")) for i in manifest.get("ingests", [])}
+
+
+def left_behind(root: Path, lease_s: float) -> bool:
+    """Whether ``stage/`` holds what a writer left: an ingest committed and not moved in,
+    or the stage of a writer that is gone."""
+    try:
+        names = os.listdir(root / STAGE)
+    except OSError:
+        return False
+    if not names:
+        return False
+    manifest = read_manifest(root)
+    if unfinished(root, manifest):
+        return True
+    committed = {str(i.get("id")) for i in manifest.get("ingests", [])}
+    owners = {stage_ingest(n) for n in names}
+    return any(
+        o is None or o in committed or not owner_alive(root / STAGE, o, lease_s) for o in owners
+    )
+
+
+def finish_moves(root: Path, manifest: dict[str, Any] | None = None) -> None:
+    """Step 3 for the ingests that were committed and not moved in (holding the lock)."""
+    manifest = read_manifest(root) if manifest is None else manifest
+    ingests = {str(i.get("id")): i for i in manifest.get("ingests", [])}
+    for ingest_id in sorted(unfinished(root, manifest)):
+        entries = entries_of(ingests[ingest_id], root / MANIFEST)
+        if entries is not None:
+            move_in(root, ingest_id, entries)
+
+
+def stage_ingest(name: str) -> str | None:
+    """The ingest an entry of ``stage/`` is of: ``files-<id>``, ``<id>-<pid>-<n>`` (rows on
+    their way) or ``owner-<id>.json``; None for anything else."""
+    for head in (FILES, OWNER):
+        if name.startswith(head):
+            return name[len(head) :].removesuffix(".json")
+    first = name.split("-", 1)[0]
+    return first if INGEST_ID.fullmatch(first) else None
 
 
 def remove_superseded(root: Path, manifest: dict[str, Any] | None = None) -> None:
@@ -217,11 +267,14 @@ def remove_stage(root: Path, ingest_id: str, *, committed: bool) -> None:
 
 __all__ = [
     "describe",
+    "finish_moves",
+    "left_behind",
     "move_in",
     "prepare",
     "recover",
     "remove_stage",
     "remove_superseded",
+    "unfinished",
     "unmake",
     "write_commit",
 ]

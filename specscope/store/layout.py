@@ -43,6 +43,7 @@ LATEST_ONLY = ("runs", "sources")  # tables of which each folder's newest file i
 # How this package names data files: part-, runs- or sources-<ingest id>[.<n>].parquet,
 # where an ingest id is a UTC time and six hex digits.
 OWN_NAME = re.compile(r"(part|runs|sources)-\d{8}T\d{6}[0-9a-f]{6}(\.\d+)?\.parquet")
+INGEST_ID = re.compile(r"\d{8}T\d{6}[0-9a-f]{6}")
 
 
 @dataclass(frozen=True)

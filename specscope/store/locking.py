@@ -1,5 +1,5 @@
-"""The store's write lock: one writer at a time, and a lease, so that a writer that hangs
-cannot hold the store for ever.
+"""The store's commit lock, and each writer's claim on its stage: leases, so that a writer
+that hangs holds neither for ever. Writers write side by side; one commits at a time.
 
 The lock is ``STORE/.lock`` held with ``fcntl.flock``, which the kernel releases when its
 holder dies. Where there is no ``fcntl`` (Windows), it is ``STORE/.lock.held``, created with
@@ -14,6 +14,11 @@ pid is gone, on this host) or whose heartbeat is older than the lease (10 minute
 one, under ``.lock.takeover`` so that two waiters cannot both take it. The holder that lost
 the lock finds out before it commits (the store's lock file is no longer the one it holds)
 and commits nothing.
+
+A writer's claim on its stage (``StageOwner``, ``stage/owner-<ingest>.json``) is the same
+record, without a flock: a writer that commits removes the stage of a writer whose claim
+says it is dead or whose heartbeat is older than the lease; that writer, should it wake,
+finds its claim gone and commits nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ LEASE_ENV = "SPECSCOPE_LOCK_LEASE_S"
 DEFAULT_LEASE_S = 600.0
 HELD = ".lock.held"  # the lock where there is no flock
 TAKEOVER = ".lock.takeover"
+OWNER = "owner-"  # stage/owner-<ingest>.json: a writer's claim on its stage
 _TAKEOVER_STALE_S = 60.0  # a taker takes milliseconds; its mutex older than this was left
 _RECORD_BYTES = 512  # the lock file's record, padded: rewritten in place, it needs no new space
 
@@ -226,15 +232,25 @@ def lock_path(root: Path) -> Path:
     return root / (LOCK if FLOCK is not None else HELD)
 
 
-def acquire(root: Path, *, wait_s: float, lease_s: float, what: str) -> Lease:
+def acquire(
+    root: Path,
+    *,
+    wait_s: float,
+    lease_s: float,
+    what: str,
+    waiting: Callable[[], None] | None = None,
+) -> Lease:
     """Hold the store's lock: wait up to ``wait_s`` for it, then take it over from a holder
-    that is dead or has sent no heartbeat for ``lease_s``; else a StoreError."""
+    that is dead or has sent no heartbeat for ``lease_s``; else a StoreError. ``waiting``
+    is called while it waits (a writer's heartbeat: waiting is not hanging)."""
     path = lock_path(root)
     deadline = time.monotonic() + wait_s
     while True:
         lease = _try(path, lease_s, what)
         if lease is not None:
             return lease
+        if waiting is not None:
+            waiting()
         if time.monotonic() >= deadline:
             holder = read_holder(path)
             if holder is None:
@@ -320,14 +336,54 @@ def _take_over(root: Path, path: Path, seen: Holder, lease_s: float, what: str) 
         mutex.unlink(missing_ok=True)
 
 
+class StageOwner(Lease):
+    """A writer's claim on its part of ``stage/`` (``stage/owner-<ingest>.json``), with
+    the lock's record and heartbeat: while it is alive, no other writer removes that
+    part. Released, the file is gone."""
+
+    def release(self) -> None:
+        with self._mutex:
+            if self.fd is None:
+                return
+            fd, self.fd = self.fd, None
+            try:
+                if _same(fd, self.path):
+                    self.path.unlink(missing_ok=True)
+            finally:
+                os.close(fd)
+
+
+def own_stage(stage: Path, ingest_id: str, lease_s: float) -> StageOwner:
+    """Claim the stage of ``ingest_id`` (an OSError, such as a full disk, is the caller's)."""
+    stage.mkdir(exist_ok=True)
+    path = stage / f"{OWNER}{ingest_id}.json"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    owner = StageOwner(path, fd, lease_s, ingest_id)
+    try:
+        owner.claim()
+    except BaseException:
+        owner.release()
+        raise
+    return owner
+
+
+def owner_alive(stage: Path, ingest_id: str, lease_s: float) -> bool:
+    """Whether the writer of ``ingest_id`` still works on its stage: its claim is there,
+    its process not gone (on this host) and its heartbeat within the lease."""
+    holder = read_holder(stage / f"{OWNER}{ingest_id}.json")
+    return holder is not None and not holder.dead() and holder.age(time.time()) <= lease_s
+
+
 class Watchdog:
     """Moves a lease's heartbeat on, from a thread, while ``folder`` changes (files added,
     grown or removed): a log being read into ``stage/`` is progress; a writer stuck on a
-    server that answers nothing makes none."""
+    server that answers nothing makes none. ``only``: what in ``folder`` counts (the
+    entries whose names hold it: one writer's part of the stage)."""
 
-    def __init__(self, lease: Lease, folder: Path) -> None:
+    def __init__(self, lease: Lease, folder: Path, only: str | None = None) -> None:
         self.lease = lease
         self.folder = folder
+        self.only = only
         self.every = min(max(lease.lease_s / 6, 0.1), 30.0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="specscope-lease", daemon=True)
@@ -343,16 +399,21 @@ class Watchdog:
     def _run(self) -> None:
         last: tuple[int, int, int] | None = None
         while not self._stop.wait(self.every):
-            now = _signature(self.folder)
+            now = _signature(self.folder, self.only)
             if now != last:
                 self.lease.beat(now=True)
                 last = now
 
 
-def _signature(folder: Path) -> tuple[int, int, int]:
-    """Files, bytes and the newest time in ``folder``: what changes as work goes on."""
+def _signature(folder: Path, only: str | None = None) -> tuple[int, int, int]:
+    """Files, bytes and the newest time in ``folder`` (in its entries whose names hold
+    ``only``): what changes as work goes on."""
     files = size = newest = 0
-    for top, _, names in os.walk(folder):
+    for top, dirs, names in os.walk(folder):
+        if only is not None and top == str(folder):
+            dirs[:] = [d for d in dirs if only in d]
+            # not the claim itself, whose heartbeat would otherwise keep itself going
+            names = [n for n in names if only in n and not n.startswith(OWNER)]
         for name in names:
             try:
                 st = os.stat(os.path.join(top, name))
@@ -368,11 +429,15 @@ __all__ = [
     "DEFAULT_LEASE_S",
     "FLOCK",
     "LEASE_ENV",
+    "OWNER",
     "Holder",
     "Lease",
+    "StageOwner",
     "Watchdog",
     "acquire",
     "lease_seconds",
     "lock_path",
+    "own_stage",
+    "owner_alive",
     "read_holder",
 ]

@@ -1,8 +1,10 @@
-"""Writing a store: one writer at a time (a lock with a lease: ``locking``), every data
-file written in the stage and moved into its table only once the ingest is committed
-(``commit`` says in which order, and why no reader sees a row of an ingest that did not
-commit). What a killed writer left is finished (committed) or removed (not committed) by
-the next writer, before anything else.
+"""Writing a store: writers side by side, each in its own part of ``stage/`` (claimed by
+``stage/owner-<ingest>.json``, a lease: ``locking``); the store's lock is held only to
+commit. Every data file is written in the stage and moved into its table only once the
+ingest is committed (``commit`` says in which order, and why no reader sees a row of an
+ingest that did not commit). What a killed writer left is finished (committed) or removed
+(not committed, and its writer gone) by the next writer that commits, and before a writer
+reads the store. Two writers of one source: the second to commit commits nothing.
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ from specscope.store.layout import (
     files_dir,
     ingest_of,
     live_files,
+    read_manifest,
 )
-from specscope.store.locking import HELD, TAKEOVER, Lease, Watchdog, acquire, lease_seconds
+from specscope.store.locking import (
+    HELD,
+    TAKEOVER,
+    Lease,
+    Watchdog,
+    acquire,
+    lease_seconds,
+    own_stage,
+)
 from specscope.store.rollup import RunSums
 
 _LOCK_WAIT_S = 30.0
@@ -56,9 +67,10 @@ class StoreLike(Protocol):
 
 @contextlib.contextmanager
 def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
-    """Lock the store for writing; what the block wrote is committed when it ends. An
-    OSError of the store in the block (a full disk, first of all) is a StoreError, and
-    nothing of the block is committed."""
+    """A writer of the store; what the block wrote is committed when it ends. Writers
+    write side by side, each in its own part of ``stage/``; the store's lock is held only
+    to commit (``StoreWriter.commit``). An OSError of the store in the block (a full disk,
+    first of all) is a StoreError, and nothing of the block is committed."""
     made = not store.path.exists()
     try:
         store.path.mkdir(parents=True, exist_ok=True)
@@ -67,16 +79,18 @@ def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
     if not store.path.is_dir():
         raise StoreError("not a directory", path=str(store.path))
     store.manifest()  # refuse a newer schema before touching anything
+    _recover_first(store.path)
+    seen = {str(i.get("id")) for i in store.manifest().get("ingests", [])}
     ingest_id = new_ingest_id()
+    stage = store.path / STAGE
     try:
-        lease = acquire(store.path, wait_s=_LOCK_WAIT_S, lease_s=lease_seconds(), what=ingest_id)
+        owner = own_stage(stage, ingest_id, lease_seconds())
     except OSError as exc:
-        raise _store_error(exc, store.path, "cannot lock the store") from exc
+        raise _store_error(exc, store.path, "cannot write the store") from exc
     try:
-        with Watchdog(lease, store.path / STAGE):
-            w = StoreWriter(store, ingest_id=ingest_id, lease=lease)
+        with Watchdog(owner, stage, only=ingest_id):
+            w = StoreWriter(store, ingest_id=ingest_id, lease=owner, seen=seen)
             try:
-                committing.recover(store.path)
                 yield w
                 w.commit()
             except OSError as exc:
@@ -86,9 +100,29 @@ def locked_writer(store: StoreLike) -> Iterator[StoreWriter]:
             finally:
                 committing.remove_stage(store.path, ingest_id, committed=w.committed)
     finally:
-        lease.release()
+        owner.release()
+        with contextlib.suppress(OSError):
+            os.rmdir(stage)  # only if no other writer is at work
         if made:
             _unmake_if_empty(store.path)
+
+
+def _recover_first(root: Path) -> None:
+    """Before this writer reads the store: move in what a committed ingest left in the
+    stage (else this writer would not see those rows, and write them again), and remove
+    what writers that are gone left there."""
+    if not committing.left_behind(root, lease_seconds()):
+        return
+    try:
+        lock = acquire(root, wait_s=_LOCK_WAIT_S, lease_s=lease_seconds(), what="recover")
+    except OSError as exc:
+        raise _store_error(exc, root, "cannot lock the store") from exc
+    try:
+        committing.recover(root, lease_seconds())
+    except OSError as exc:
+        raise _store_error(exc, root, "cannot recover the store") from exc
+    finally:
+        lock.release()
 
 
 def _unmake_if_empty(root: Path) -> None:
@@ -147,17 +181,26 @@ class StoreWriter:
     """Writes one ingest's files into the stage; ``commit`` brings them into the store."""
 
     def __init__(
-        self, store: StoreLike, *, ingest_id: str | None = None, lease: Lease | None = None
+        self,
+        store: StoreLike,
+        *,
+        ingest_id: str | None = None,
+        lease: Lease | None = None,
+        seen: set[str] | None = None,
     ) -> None:
         """``ingest_id``: write files for that ingest (a process helping the one that
-        commits it), not a new one. ``lease``: the lock the committing writer holds."""
+        commits it), not a new one. ``lease``: the committing writer's claim on its stage.
+        ``seen``: the ingests committed when the writer began (another committed since
+        that wrote a source this one writes is a conflict)."""
         self.store = store
         self.ingest_id = ingest_id or new_ingest_id()
         self.lease = lease
+        self.seen = seen
         self.written: list[Path] = []  # staged files, at their store paths under the stage
         self.sources: list[str] = []
         self.committed = False
         self._stages = 0
+        self._source_rows: list[dict[str, Any]] | None = None
 
     def staged(self, *parts: str) -> Path:
         """Where a data file of this ingest waits for the commit: its path in the store,
@@ -317,34 +360,97 @@ class StoreWriter:
         return newest.path
 
     def replace_sources(self, rows: list[dict[str, Any]]) -> None:
-        table = pa.Table.from_pylist(rows, schema=TABLES["sources"])
+        """The sources table as this writer leaves it. Only the rows this ingest stamped
+        (``sources_row``) are its to say: at the commit they replace those of the same
+        sources in the table as it is then (another writer may have added its own since)."""
+        self._source_rows = rows
+
+    def _own_source_rows(self) -> dict[str, dict[str, Any]]:
+        """The rows of sources this ingest stamped (``sources_row``), by source."""
+        rows = self._source_rows or []
+        return {r["source_id"]: r for r in rows if r.get("ingest_id") == self.ingest_id}
+
+    def _write_sources(self, root: Path) -> None:
+        """The sources table with this ingest's rows in place of those of their sources."""
+        assert self._source_rows is not None
+        mine = {
+            r["source_id"]: r for r in self._source_rows if r.get("ingest_id") == self.ingest_id
+        }
+        if not mine:
+            return
+        now = live_files(root, "sources")
+        current = pq.read_table(now[-1].path).to_pylist() if now else []
+        kept = [r for r in current if r["source_id"] not in mine]
+        table = pa.Table.from_pylist([*kept, *mine.values()], schema=TABLES["sources"])
         self._write(table, self.staged("sources", f"sources-{self.ingest_id}.parquet"))
 
-    def _still_holding(self) -> None:
-        """A StoreError unless this writer still holds the store's lock (with a heartbeat
-        just now): one that hung past its lease was taken over, and must commit nothing."""
-        if self.lease is None:
+    def _still_holding(self, lock: Lease | None = None) -> None:
+        """A StoreError unless this writer still owns its stage (and, at the commit, the
+        store's lock): one that hung past its lease lost them to another writer, and must
+        commit nothing."""
+        for held, what in ((self.lease, "its stage"), (lock, "the store's lock")):
+            if held is None:
+                continue
+            held.beat(now=True)
+            if not held.held():
+                raise StoreError(
+                    f"this writer lost {what} (it sent no heartbeat for longer than the "
+                    "lease, and another writer took it over); nothing of this ingest was "
+                    "committed",
+                    path=str(self.store.path),
+                )
+
+    def _conflicts(self, root: Path) -> None:
+        """A StoreError if an ingest committed since this writer began wrote a source this
+        one writes: both read the same state, and the later would undo the earlier."""
+        if self.seen is None:
             return
-        self.lease.beat(now=True)
-        if not self.lease.held():
-            raise StoreError(
-                "this writer lost the store's lock (it sent no heartbeat for longer than "
-                "the lease, and another writer took the lock over); nothing of this ingest "
-                "was committed",
-                path=str(self.store.path),
-            )
+        mine = set(self.sources)
+        mine |= set(self._own_source_rows())
+        for ingest in read_manifest(root).get("ingests", []):
+            if str(ingest.get("id")) in self.seen:
+                continue
+            both = sorted(mine & set(ingest.get("sources") or []))
+            if both:
+                raise StoreError(
+                    f"another writer committed source {both[0]} while this one wrote it; "
+                    "nothing of this ingest was committed: run it again",
+                    path=str(root),
+                )
 
     def commit(self) -> None:
-        """Bring the staged files into the store (``commit``: stage, commit, move in)."""
-        if not self.written:
+        """Bring the staged files into the store (``commit``: stage, commit, move in),
+        holding the store's lock for that alone."""
+        if not self.written and self._source_rows is None:
             return
         root = self.store.path
         self._still_holding()
+        try:
+            lock = acquire(
+                root,
+                wait_s=_LOCK_WAIT_S,
+                lease_s=lease_seconds(),
+                what=self.ingest_id,
+                waiting=self._beat,
+            )
+        except OSError as exc:
+            raise _store_error(exc, root, "cannot lock the store") from exc
+        try:
+            committing.recover(root, lease_seconds(), keep=self.ingest_id)
+            self._still_holding(lock)
+            self._conflicts(root)
+            if self._source_rows is not None:
+                self._write_sources(root)
+            self._commit(root, lock)
+        finally:
+            lock.release()
+
+    def _commit(self, root: Path, lock: Lease) -> None:
         entries = committing.describe(root, self.ingest_id, self.written)
         made: list[Path] = []
         try:
             made = committing.prepare(root, self.ingest_id, entries)
-            self._still_holding()
+            self._still_holding(lock)
             committing.write_commit(root, self.ingest_id, self.sources, entries)
         except OSError as exc:
             committing.unmake(made)
