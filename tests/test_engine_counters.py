@@ -68,6 +68,29 @@ def trtllm_lines(life: int, steps: int) -> list[str]:
     return out
 
 
+def vllm_adaptive_lines(life: int, steps: int) -> list[str]:
+    """vLLM's counters with the drafted-per-position family its main branch adds beside
+    adaptive verification (k varies per step): the same step as TensorRT-LLM's above."""
+    labels = 'model_name="meta-llama/Llama-3.1-8B-Instruct",engine="0"'
+    out = [
+        f"vllm:spec_decode_num_drafts_total{{{labels}}} {100.0 * steps}",
+        f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {260.0 * steps}",
+        f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {148.0 * steps}",
+    ]
+    for family, per_step in (("accepted_tokens", ACCEPTED), ("draft_tokens", DRAFTED)):
+        name = f"vllm:spec_decode_num_{family}_per_pos_total"
+        out += [f'{name}{{{labels},position="{i}"}} {n * steps}.0' for i, n in enumerate(per_step)]
+    return out
+
+
+def vllm_exact(row: dict[str, object]) -> None:
+    assert row["drafts"] == 100 and row["draft_tokens"] == 260
+    assert row["accepted_tokens"] == 148
+    assert row["drafted_per_pos"] == DRAFTED and row["accepted_per_pos"] == ACCEPTED
+    assert row["per_position_rate"] == pytest.approx([0.8, 0.5, 0.3])
+    assert row["mean_acceptance_length"] == pytest.approx(2.48)
+
+
 def sglang_lines(life: int, steps: int) -> list[str]:
     """SGLang's shape (metrics/collector.py): the tokenizer's counters (model_name) beside
     the scheduler's last-interval gauge, which carries its ranks."""
@@ -128,6 +151,7 @@ def sglang_exact(row: dict[str, object]) -> None:
 CASES = [
     pytest.param(trtllm_lines, trtllm_exact, "tensorrt-llm", 3, id="tensorrt-llm"),
     pytest.param(sglang_lines, sglang_exact, "sglang", None, id="sglang"),
+    pytest.param(vllm_adaptive_lines, vllm_exact, "vllm", 3, id="vllm-drafted-per-position"),
 ]
 
 

@@ -29,6 +29,7 @@ from specscope.prometheus.names import (
     CONFIG_INFO,
     COUNTED,
     COUNTED_BY,
+    DRAFTED_PER_POSITION_NAMES,
     GAUGES,
     PER_POSITION_NAMES,
     PREFIX_CACHE,
@@ -43,6 +44,7 @@ from specscope.prometheus.names import (
 # The per-position families that say which positions a target drafts (its k)
 POSITIONED = {
     *PER_POSITION_NAMES,
+    *DRAFTED_PER_POSITION_NAMES,
     *(n for m in COUNTED.values() for n, role in m.items() if role == "drafted_per_pos"),
 }
 
@@ -343,13 +345,25 @@ def _spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
     spans = counted.group_by("tid", "t").agg(pl.col("t0").first(), pl.col("restarted").any())
     columns = dict.fromkeys(SPEC_COUNTERS.values())  # vLLM's and llama.cpp's names: one each
     values = _wide(counted.with_columns(_count(pl.col("d"))), "d", columns)
-    rows = values.join(spans, on=["tid", "t"]).join(_per_position(got), on=["tid", "t"], how="left")
+    rows = (
+        values.join(spans, on=["tid", "t"])
+        .join(
+            _per_position(got, PER_POSITION_NAMES, "accepted_per_pos"), on=["tid", "t"], how="left"
+        )
+        .join(
+            _per_position(got, DRAFTED_PER_POSITION_NAMES, "drafted_per_pos"),
+            on=["tid", "t"],
+            how="left",
+        )
+    )
     drafts, accepted, draft_tokens = (
         pl.col("drafts"),
         pl.col("accepted_tokens"),
         pl.col("draft_tokens"),
     )
-    per_pos = pl.col("accepted_per_pos")
+    per_pos, drafted = pl.col("accepted_per_pos"), pl.col("drafted_per_pos")
+    # A position's rate over the drafts that drafted it, where the server counts them.
+    own = drafted.is_not_null() & (drafted.list.len() == per_pos.list.len())
     rows = rows.filter(keep & drafts.is_not_null() & (drafts != 0))  # no drafting: logs print none
     return rows.sort("tid", "t").select(
         "tid",
@@ -369,23 +383,25 @@ def _spec_rows(got: _Samples, keep: pl.Expr) -> pl.DataFrame:
         "draft_tokens",
         "accepted_tokens",
         per_pos,
-        (per_pos / drafts).alias("per_position_rate"),
+        pl.when(own).then(drafted).alias("drafted_per_pos"),
+        pl.when(own)
+        .then(per_pos / drafted.list.eval(pl.when(pl.element() > 0).then(pl.element())))
+        .otherwise(per_pos / drafts)
+        .alias("per_position_rate"),
         (1 + accepted / drafts).alias("mean_acceptance_length"),
         pl.when(draft_tokens != 0).then(accepted / draft_tokens).alias("acceptance_rate"),
         pl.lit(False).alias("partial"),
     )
 
 
-def _per_position(got: _Samples) -> pl.DataFrame:
-    """Each interval's accepted counts by position, as a list up to the highest position
-    sampled then (0 for a position without a sample), lined up with the drafts by target
-    and time."""
-    counted = got.of(dict.fromkeys(PER_POSITION_NAMES, "accepted_per_pos"), changes=True).filter(
+def _per_position(got: _Samples, names: Iterable[str], column: str) -> pl.DataFrame:
+    """Each interval's counts by position (accepted, or drafted), as a list up to the
+    highest position sampled then (0 for a position without a sample), lined up with the
+    drafts by target and time."""
+    counted = got.of(dict.fromkeys(names, column), changes=True).filter(
         pl.col("position").is_not_null()
     )
-    schema = pl.Schema(
-        {"tid": pl.Int64(), "t": pl.Float64(), "accepted_per_pos": pl.List(pl.Int64())}
-    )
+    schema = pl.Schema({"tid": pl.Int64(), "t": pl.Float64(), column: pl.List(pl.Int64())})
     if counted.is_empty():
         return pl.DataFrame(schema=schema)
     top = counted["position"].max()
@@ -403,9 +419,7 @@ def _per_position(got: _Samples) -> pl.DataFrame:
     values = np.where(sampled, cells, 0)[within]
     offsets = np.concatenate(([0], np.cumsum(length))).astype(np.int32)
     lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
-    return wide.select("tid", "t").with_columns(
-        pl.Series("accepted_per_pos", lists, pl.List(pl.Int64))
-    )
+    return wide.select("tid", "t").with_columns(pl.Series(column, lists, pl.List(pl.Int64)))
 
 
 def _int(value: str | None) -> int | None:

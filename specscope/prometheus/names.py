@@ -21,6 +21,9 @@ def _role(engines: tuple[str, ...], *roles: str) -> dict[str, str]:
 SPEC_COUNTERS = _role(("vllm", "llama.cpp"), "drafts", "draft_tokens", "accepted_tokens")
 PER_POSITION_NAMES = tuple(_role(("vllm", "llama.cpp"), "accepted_per_pos"))
 PER_POSITION = PER_POSITION_NAMES[0]
+# Drafted tokens per position, where the server counts them (vLLM's main branch, with
+# adaptive verification): each position's own denominator.
+DRAFTED_PER_POSITION_NAMES = tuple(_role(("vllm", "llama.cpp"), "drafted_per_pos"))
 
 # Engines whose counters are read one interval at a time through the one definition
 # (``specscope.exposition.spec_row``): TensorRT-LLM's per-position drafted and accepted
@@ -88,6 +91,7 @@ LATENCY = (
 SERIES_NAMES = (
     *SPEC_COUNTERS,
     *PER_POSITION_NAMES,
+    *DRAFTED_PER_POSITION_NAMES,
     V0_ONLY,
     *GAUGES,
     *RATE_COUNTERS,
