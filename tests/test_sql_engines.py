@@ -305,3 +305,24 @@ def test_spark_over_s3_where_it_can(fleet, s3, spark):
             "come from Maven, which this machine cannot reach"
         )
     pytest.fail("S3A is on Spark's classpath: configure it and check the answers")
+
+
+def test_spark_views_refuse_a_file_name_spark_would_escape():
+    """Spark names files by URI (a ':' or a space %-escaped): such a key would match no
+    listed file, and its rows would drop out silently. Refused at print time instead."""
+    from specscope.errors import UsageError
+    from specscope.queries import engines
+
+    odd = engines.TableFiles(
+        "spec_decode",
+        (
+            engines.Listed(
+                "/s/spec_decode/host=a:8000/part-1.parquet", "host=a:8000/part-1.parquet", 3
+            ),
+        ),
+        frozenset({"run_id"}),
+    )
+    runs = engines.TableFiles("runs", (), frozenset())
+    with pytest.raises(UsageError, match="Spark would escape"):
+        engines._spark([odd, runs], None)
+    assert "host=a:8000" in engines._duckdb([odd, runs], None)  # DuckDB takes it as given

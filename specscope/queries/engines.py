@@ -357,9 +357,19 @@ def committed(table, schema, files, pattern, partitioned):
 """
 
 
+# Spark names a file by a URI, where other characters would be %-escaped: a key it spelt
+# otherwise would match no listed file and its rows would silently drop out.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9=._/-]+")
+
+
 def _spark(tables: list[TableFiles], q: Query | None) -> str:
     lines = [_header("#", tables), _SPARK_PRELUDE]
     for tf in tables:
+        odd = next((f.key for f in tf.files if not _PLAIN_KEY.fullmatch(f.key)), None)
+        if odd is not None:
+            raise UsageError(
+                f"a file name Spark would escape, so the view could not match it: {odd!r}"
+            )
         schema = ", ".join(f"{x.name} {_spark_type(x.type)}" for x in TABLES[tf.table])
         files = ",\n".join(f"    ({f.where!r}, {f.key!r}, {f.rows})" for f in tf.files)
         lines += [
