@@ -248,3 +248,20 @@ def test_one_spelling_per_metric(
     parsed = parse_sample(line)
     assert parsed is not None
     assert (metric_name(parsed[0]), parsed[1], parsed[2]) == (name, labels, value)
+
+
+def test_a_counter_split_by_is_streaming_is_added_up() -> None:
+    # A label that splits one counter into parts (is_streaming on SGLang's generated
+    # tokens) makes no target of its own: the parts add up beside the verify steps, and a
+    # second paste is the change of their sum.
+    first = (
+        'sglang:generation_tokens_total{is_streaming="true",model_name="m"} 200000.0\n'
+        'sglang:generation_tokens_total{is_streaming="false",model_name="m"} 79587.0\n'
+        'sglang:spec_verify_calls_total{model_name="m"} 77000.0\n'
+    )
+    second = first.replace("200000.0", "210000.0").replace("77000.0", "80000.0")
+    rows = _rows(first + second)
+    assert [(r["drafts"], r["accepted_tokens"], r["counts"]) for r in rows] == [
+        (77000, 202587, "since_engine_start"),
+        (3000, 7000, "delta"),
+    ]

@@ -50,7 +50,10 @@ _WRAPPING = re.compile(r"^(?:\s|>|`)*(?:[-*]\s+)?`*|`+\s*$")
 # Prometheus' console as copied: ``name{...} | 22`` (the rows of its table).
 _CONSOLE = re.compile(r"^\|?\s*([^|]*?\S)\s*\|\s*([^|\s]+)\s*\|?$")
 
-Series = tuple[str, int | None]  # metric, position
+Series = tuple[str, int | None, str]  # metric, position, split
+# Labels that split one counter of a target into parts to be added up, not targets of
+# their own: SGLang counts generated tokens by is_streaming, its verify steps not.
+SPLIT_LABELS = ("is_streaming",)
 
 
 class Sink(Protocol):
@@ -128,7 +131,8 @@ class Pastes:
                 self._skip(line, f"a per-position sample at position {where!r}", raw)
                 return True
             position = int(where)
-        self._add(line, defn, labels, (metric_name(name), position), value)
+        split = json.dumps([labels.pop(k) for k in SPLIT_LABELS if k in labels])
+        self._add(line, defn, labels, (metric_name(name), position, split), value)
         return True
 
     def _add(
@@ -175,12 +179,13 @@ class Pastes:
                 values.update({s: v - before.get(s, 0.0) for s, v in counted.items()})
         target.before = {**(before or {}), **counted}
         totals = Totals()
-        for (metric, position), value in values.items():
-            role = self._role((metric, position))
+        for series, value in values.items():
+            role, position = self._role(series), series[1]
             if position is not None:
-                totals.positions.setdefault(role, {})[position] = value
+                at = totals.positions.setdefault(role, {})
+                at[position] = at.get(position, 0.0) + value
             elif role in _COUNTED:
-                totals.counters[role] = value
+                totals.counters[role] = totals.counters.get(role, 0.0) + value
             else:
                 totals.gauges[role] = value
         row, why = spec_row(totals, max_k())
