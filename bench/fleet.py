@@ -9,7 +9,8 @@ command in its own process, against runs listed and rows stored.
 (Markdown with its PNGs, and HTML). ``fleet``: ``bench/fleet_store.py`` writes N servers
 for a month at 10 s intervals (N x 259,200 intervals, all summed in the rollups, a
 ``--sample`` of them stored as rows), then ``specscope detect`` and ``report``. Each line
-printed is one JSON object; ``bench/README.md`` has the numbers.
+printed is one JSON object, each command as [wall s, peak RSS MB, CPU s];
+``bench/README.md`` has the numbers.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def measured(cmd: list[str]) -> tuple[float, float, int]:
-    """Seconds, peak RSS in MB and exit status of ``cmd`` in its own process."""
+def measured(cmd: list[str]) -> tuple[float, float, float, int]:
+    """Wall seconds, peak RSS in MB, CPU seconds (user and system: they move less than
+    the wall time when other work shares the cores) and exit status of ``cmd`` in its own
+    process."""
     started = time.monotonic()
     with open(os.devnull, "wb") as null:
         proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE)
@@ -39,7 +42,7 @@ def measured(cmd: list[str]) -> tuple[float, float, int]:
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 11):
         print(f"{' '.join(cmd)}: exit {code}: {err[-400:]}", file=sys.stderr)
-    return took, usage.ru_maxrss / 1024, code
+    return took, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, code
 
 
 def _specscope(*args: str) -> list[str]:
@@ -78,12 +81,12 @@ def bench_runs(cuts: list[int], work: Path) -> None:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        took, rss, _ = measured(_specscope("ingest", str(log), "--store", str(store)))
-        ingested = [round(took, 2), round(rss)]
+        took, rss, cpu, _ = measured(_specscope("ingest", str(log), "--store", str(store)))
+        ingested = [round(took, 2), round(rss), round(cpu, 2)]
         row: dict[str, object] = {"cut": n, **_store_size(store), "ingest": ingested}
         for name, cmd in _commands(store, work).items():
-            took, rss, _ = measured(cmd)
-            row[name] = [round(took, 2), round(rss)]
+            took, rss, cpu, _ = measured(cmd)
+            row[name] = [round(took, 2), round(rss), round(cpu, 2)]
         print(json.dumps(row), flush=True)
 
 
@@ -117,8 +120,8 @@ def bench_fleet(
             "generate_s": json.loads(made.stdout)["seconds"],
         }
         for name, cmd in _commands(store, work).items():
-            took, rss, _ = measured(cmd)
-            row[name] = [round(took, 2), round(rss)]
+            took, rss, cpu, _ = measured(cmd)
+            row[name] = [round(took, 2), round(rss), round(cpu, 2)]
         print(json.dumps(row), flush=True)
 
 

@@ -11,6 +11,7 @@ setup), the worst findings of each kind in full and how many more there are.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -111,6 +112,9 @@ def setups_of(
                 }
             )
     outliers.sort(key=lambda o: (o["acceptance_rate"] - o["setup_rest_rate"], o["run_id"]))
+    outlying: dict[str, int] = {}
+    for o in outliers:
+        outlying[o["setup"]] = outlying.get(o["setup"], 0) + 1
     table = []
     for s in sorted(sums.values(), key=lambda s: (-s["drafts"], s["setup"])):
         summed = _counts(s)
@@ -126,7 +130,7 @@ def setups_of(
                 if s["drafts"]
                 else None,
                 "findings": severity.get(s["setup"], {}),
-                "outliers": sum(1 for o in outliers if o["setup"] == s["setup"]),
+                "outliers": outlying.get(s["setup"], 0),
                 "worst_run": worst_run,
                 "worst_rate": worst_rate,
             }
@@ -161,10 +165,15 @@ def fewer_pairs(move: dict[str, Any]) -> dict[str, Any]:
     pairs = move["matched_pairs"]
     if len(pairs) <= 2 * PAIRS_KEPT:
         return {**move, "matched_pairs_total": len(pairs)}
-    ranked = sorted(pairs, key=lambda p: (p["difference"], p["run_a"], p["run_b"]))
+
+    def rank(p: dict[str, Any]) -> tuple[float, str, str]:
+        return (p["difference"], p["run_a"], p["run_b"])
+
+    lowest = heapq.nsmallest(PAIRS_KEPT, pairs, key=rank)
+    highest = sorted(heapq.nlargest(PAIRS_KEPT, pairs, key=rank), key=rank)
     return {
         **move,
-        "matched_pairs": ranked[:PAIRS_KEPT] + ranked[-PAIRS_KEPT:],
+        "matched_pairs": lowest + highest,
         "matched_pairs_total": len(pairs),
     }
 

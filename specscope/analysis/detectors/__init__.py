@@ -77,7 +77,7 @@ def detect(
 # Over this many spec-decode rows, detect reads the rows of the runs it needs only: below,
 # reading them all costs less than finding out which (most runs of a small store have a
 # finding, whose lines and window come from its rows).
-NEEDED_OVER_ROWS = 2_000_000
+NEEDED_OVER_ROWS = 1_000_000
 
 
 def _rows(store: Store) -> int:
