@@ -33,13 +33,10 @@ FILES = sorted(
 )
 
 
-def _finished(
-    path: Path, bulk: bool = True, block_bytes: int = 1 << 24, stage: Stage | None = None
-) -> Any:
-    """The parse of ``path`` in an in-memory stage (or ``stage``), finished (and the stage
-    and result)."""
+def _finished(path: Path, bulk: bool = True, block_bytes: int = 1 << 24) -> Any:
+    """The parse of ``path`` in an in-memory stage, finished (and the stage and result)."""
     src = open_source(str(path))
-    stage = stage or Stage()
+    stage = Stage()
     result = parse_source(src, GRAMMAR, stage, bulk=bulk, block_bytes=block_bytes)
     done = finish(
         result,
@@ -396,27 +393,3 @@ def test_run_rows_are_the_same_however_the_parts_were_read(
         pass
     assert (partly.runs, partly.acceptance) == expected
     assert any(r["spec_records"] for r in expected[0])
-
-
-def test_a_stage_on_disk_gathers_blocks_into_parts_and_keeps_every_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows staged on disk gather over several blocks into one file (``PART_ROWS``): the
-    tables, run rows and summaries are those of a stage kept in memory block by block."""
-    from specscope.logs import staging
-
-    monkeypatch.setattr(staging, "PART_ROWS", 300)
-    log = tmp_path / "server.log"
-    with open(log, "w") as f:
-        write_server(f, 300_000, runs=3, disturbed=0.05)
-    memory, kept, _ = _finished(log, block_bytes=20_000)
-    disk, stage, _ = _finished(log, block_bytes=20_000, stage=Stage(tmp_path / "stage"))
-    files = stage.parts["spec_decode"]
-    assert all(isinstance(p, Path) for p in files)
-    assert 1 < len(files) < len(kept.parts["spec_decode"]) / 2
-    assert all(len(pl.read_ipc(p)) >= 300 for p in files[:-1])
-    want, got = memory.collect(), disk.collect()
-    for table in want:
-        assert got[table].equals(want[table]), table
-    assert (disk.runs, disk.acceptance) == (memory.runs, memory.acceptance)
-    stage.close()

@@ -40,12 +40,6 @@ INTERNAL_COLUMNS = pl.Schema(
 
 _ROLLOVER = 6  # a month that jumps back by this much or more is a new year
 
-# A table's rows go to a stage file once this many have gathered (several blocks' worth):
-# what comes after the parse (the run sums, the columns of each part, a Parquet row
-# group per part) pays per part, about as much for 5,000 rows as for 40,000. A part of
-# 40,000 spec-decode rows is about 8 MB in memory.
-PART_ROWS = 40_000
-
 
 def _arrow_type(dtype: Any) -> pa.DataType:
     return pl.DataFrame(schema={"x": dtype}).to_arrow().schema[0].type
@@ -151,22 +145,13 @@ class Stage:
     ``directory`` (removed by ``close``), or in memory without one (small inputs)."""
 
     directory: Path | None = None
-    _parts: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)
+    parts: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     years: _Years = field(default_factory=_Years)
     flushes: int = 0
     bulk_rows: int = 0  # of them, rows read in bulk
     _waiting: dict[str, pl.DataFrame] = field(default_factory=dict)
-    _gathered: dict[str, list[pl.DataFrame]] = field(default_factory=dict)  # not yet a file
     _made: bool = False  # the directory, by this stage
-    _files: int = 0
-
-    @property
-    def parts(self) -> dict[str, list[pl.DataFrame | Path]]:
-        """Each table's parts in log order (the rows still gathering become one first)."""
-        for table in list(self._gathered):
-            self._write(table)
-        return self._parts
 
     def flush(
         self,
@@ -213,26 +198,18 @@ class Stage:
             mine = stamped.filter(pl.col("_table") == RECORD_TABLES.index(name)).sort("_row")
             t = t.with_columns(mine["_off"], mine["_yr"])
             self.counts[name] = self.counts.get(name, 0) + len(t)
-            if self.directory is None:
-                self._parts.setdefault(name, []).append(t)
-                continue
-            gathered = self._gathered.setdefault(name, [])
-            gathered.append(t)
-            if sum(len(f) for f in gathered) >= PART_ROWS:
-                self._write(name)
+            self.parts.setdefault(name, []).append(self._keep(name, t))
         self.flushes += 1
 
-    def _write(self, table: str) -> None:
-        frames = self._gathered.pop(table, [])
-        if not frames or self.directory is None:
-            return
+    def _keep(self, table: str, frame: pl.DataFrame) -> pl.DataFrame | Path:
+        if self.directory is None:
+            return frame
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.directory / f"{table}-{self._files:06d}.arrow"
-        self._files += 1
-        pl.concat(frames).write_ipc(path, compression="lz4")
-        self._parts.setdefault(table, []).append(path)
+        path = self.directory / f"{table}-{self.flushes:06d}.arrow"
+        frame.write_ipc(path, compression="lz4")
+        return path
 
     def lazy(self, table: str) -> pl.LazyFrame:
         parts = self.parts.get(table, [])
