@@ -484,5 +484,6 @@ def test_a_proxy_from_the_environment_is_used(tmp_path, monkeypatch):
         report = specscope.pull(target, store=tmp_path / "s", since="1h", retries=0)
     finally:
         proxy.stop()
-    assert proxy.paths and all(p.startswith(f"{target}/api/v1/query?") for p in proxy.paths)
+    asked = (f"{target}/api/v1/query?", f"{target}/api/v1/series?")
+    assert proxy.paths and all(p.startswith(asked) for p in proxy.paths)
     assert report.failed == [] and report.added["spec_decode"] > 0

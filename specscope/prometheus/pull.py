@@ -8,6 +8,12 @@ samples than the server allows; the store keeps a watermark per target for each 
 selector), so a pull every 15 minutes from cron continues where the last one ended: no gap,
 no duplicate. A window that still fails after retries stops the pull there: what came
 before is kept and the watermark does not pass the gap.
+
+A fleet's pull is cut by series too: the series API (``/api/v1/series``) says how many
+series each ``instance`` has, and the instances are read in chunks of a bounded number of
+series, one chunk after another, each committed to the store before the next is asked
+for. What a pull holds is one chunk's, not the fleet's; a pull that stops half way keeps
+the chunks it finished, and the next one continues each target from its own watermark.
 """
 
 from __future__ import annotations
@@ -74,6 +80,10 @@ MIN_WINDOW_S = 1
 LOOKBACK_S = 600
 _BATCH_BYTES = 2 << 20  # answers decoded together
 IN_FLIGHT = 2  # requests at a time: the server answers one while it works out the next
+DEFAULT_CHUNK_SERIES = 2_000  # series one chunk of a pull reads (each window, each request)
+# Instances in one chunk: its matcher goes into the URL, which proxies cap at 8-16 KB.
+MAX_CHUNK_INSTANCES = 200
+_RE2_SPECIAL = regex.compile(r"([\\.+*?()|\[\]{}^$])")
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 
 
@@ -184,10 +194,11 @@ class Client:
             auth=_settle_environment(session, endpoint),
         )
         self.budget = Budget()
+        self.extra_requests = 0  # of the series API
 
     @property
     def requests(self) -> int:
-        return self.http.requests
+        return self.http.requests + self.extra_requests
 
     def range_body(self, selector: str, seconds: int, at: float, ticket: int = 0) -> bytearray:
         """The answer to ``selector[seconds]`` at ``at``, undecoded. Not through
@@ -198,6 +209,14 @@ class Client:
             {"query": f"{selector}[{seconds}s]", "time": f"{at:.3f}"},
             budget=self.budget,
             ticket=ticket,
+        )
+
+    def series_body(self, selector: str, start: float, end: float, http: Http) -> bytearray:
+        """The series API's answer: every series ``selector`` names between ``start`` and
+        ``end`` (labels only, no samples)."""
+        return http.get(
+            f"{self.endpoint.url}/api/v1/series",
+            {"match[]": selector, "start": f"{start:.3f}", "end": f"{end:.3f}"},
         )
 
 
@@ -368,6 +387,97 @@ class _Gathered:
         ]
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """The instances one part of a pull reads together (None: every series of the
+    selector, unchunked) and how many series the series API named for them."""
+
+    instances: tuple[str, ...] | None
+    series: int = 0
+
+    def selector(self, query: str) -> str:
+        if self.instances is None:
+            return query
+        # An absent instance label reads as "": the empty alternative matches it.
+        alternatives = "|".join(_RE2_SPECIAL.sub(r"\\\1", i) for i in self.instances)
+        return f"{query[:-1]}, instance=~{json.dumps(alternatives)}}}"
+
+
+def _instances_of(body: bytes | bytearray) -> dict[str, int]:
+    """Series per instance in a series API answer; a ValueError if it is not one. Each
+    series' labels are cut to its instance as they are parsed: a fleet's list is not held."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> Any:
+        if pairs and pairs[0][0] == "status":
+            return dict(pairs)
+        return next((v for k, v in pairs if k == "instance"), "")
+
+    try:
+        answer = json.loads(body, object_pairs_hook=hook)
+    except ValueError as exc:
+        raise ValueError("not JSON") from exc
+    data = answer.get("data") if isinstance(answer, dict) else None
+    if answer.get("status") != "success" or not isinstance(data, list):
+        raise ValueError("no list of series")
+    counts: dict[str, int] = {}
+    for instance in data:
+        if not isinstance(instance, str):
+            raise ValueError("a series that is not an object of labels")
+        counts[instance] = counts.get(instance, 0) + 1
+    return counts
+
+
+def _chunks(counts: Mapping[str, int], chunk_series: int) -> list[Chunk]:
+    """Instances packed in order into chunks of at most ``chunk_series`` series (an
+    instance with more is a chunk of its own) and ``MAX_CHUNK_INSTANCES`` instances."""
+    out: list[Chunk] = []
+    names: list[str] = []
+    series = 0
+    for instance in sorted(counts):
+        n = counts[instance]
+        if names and (series + n > chunk_series or len(names) >= MAX_CHUNK_INSTANCES):
+            out.append(Chunk(tuple(names), series))
+            names, series = [], 0
+        names.append(instance)
+        series += n
+    if names:
+        out.append(Chunk(tuple(names), series))
+    return out
+
+
+def _plan(
+    client: Client, query: str, start: float, end: float, chunk_series: int | None
+) -> tuple[list[Chunk], str | None]:
+    """The chunks a pull reads, and a note when it reads unchunked for want of an answer
+    from the series API (an old proxy, a server that does not serve it)."""
+    if not chunk_series:
+        return [Chunk(None)], None
+    # Once retried at most: a server that cannot answer this is read as before.
+    http = Http(
+        client.session,
+        shown=client.http.shown,
+        timeout=client.http.timeout,
+        max_bytes=client.http.max_bytes,
+        retries=min(1, client.http.retries),
+        follow_redirects=client.http.follow_redirects,
+        max_retry_after=client.http.max_retry_after,
+        deadline=client.http.deadline,
+        headers=client.http.headers,
+        auth=client.http.auth,
+    )
+    try:
+        counts = _instances_of(client.series_body(query, start, end, http))
+    except (PrometheusError, ValueError) as exc:
+        why = exc.message if isinstance(exc, PrometheusError) else f"{exc}"
+        return [Chunk(None)], f"the series API gave no list of series ({why}): read unchunked"
+    finally:
+        client.extra_requests += http.requests
+        client.http.followed |= http.followed
+    if not counts:
+        return [Chunk(None)], None
+    return _chunks(counts, chunk_series), None
+
+
 def _windows(start: float, stop: float, width: int) -> list[Window]:
     out: list[Window] = []
     edge = start
@@ -398,17 +508,24 @@ def pull(
     max_retry_after: float = MAX_RETRY_AFTER_S,
     max_series: int = MAX_SERIES,
     max_targets: int = MAX_TARGETS,
+    chunk_series: int | None = DEFAULT_CHUNK_SERIES,
 ) -> PullReport:
     """Pull the samples since the last pull (or ``since`` / ``start``..``end``) into the store.
 
     ``timeout`` bounds each request as a whole; ``deadline`` (seconds) the whole pull.
     An answer over ``max_answer_mb`` (default ``$SPECSCOPE_MAX_ANSWER_MB`` or 100) is
     refused; a redirect to another host is refused unless ``follow_redirects``. The store
-    is locked only to write what was read, not while the server is asked."""
+    is locked only to write what was read, not while the server is asked.
+
+    The instances are read in chunks of at most ``chunk_series`` series (None: all at
+    once, as a server without the series API is), each committed before the next; the
+    series and target caps hold per chunk."""
     env = os.environ if env is None else env
     endpoint = Endpoint.from_url(url, env=env, ca_bundle=ca_bundle, insecure=insecure)
     query = series_selector(selector)
     max_bytes = size_limit(max_answer_mb, env, MAX_ANSWER_ENV, DEFAULT_MAX_ANSWER_MB)
+    if chunk_series is not None and chunk_series < 1:
+        raise UsageError(f"--chunk-series wants a positive number, got {chunk_series!r}")
     until = None if deadline is None else time.monotonic() + deadline
     target = store if isinstance(store, Store) else Store(store or default_store_path(dict(env)))
     target.manifest()  # a store of a newer schema is refused before the server is asked
@@ -435,27 +552,180 @@ def pull(
         max_retry_after=max_retry_after,
         deadline=until,
     )
-    gathered = _Gathered(endpoint.url, Admission(max_series, max_targets))
-    windows = _windows(t_start.timestamp() - LOOKBACK_S, t_end.timestamp(), window_s)
+    first = t_start.timestamp() - LOOKBACK_S
+    chunks, why = _plan(client, query, first, t_end.timestamp(), chunk_series)
+    if why:
+        report.notes.append(why)
+    # Each chunk from its own targets' watermarks: a pull that stopped half way is not
+    # read again for the chunks it finished.
+    begins = _instance_starts(marks, chunks, t_start.timestamp())
+    fallback = t_start if start is not None or not marks else None
+    starts = [
+        fallback
+        or datetime.fromtimestamp(
+            min(begins[i] for i in c.instances) if c.instances else t_start.timestamp(), UTC
+        )
+        for c in chunks
+    ]
+    report.start = min(starts)
+    report.requests = client.requests
+    # The instances of chunks not read yet that no watermark names (new servers) are held
+    # at where their chunk begins, so that a pull stopped before them is resumed there.
+    unread = _Unread(
+        {
+            i: (fallback.timestamp() if fallback else begins[i])
+            for i in begins
+            if i not in _named(marks)
+        },
+        first,
+    )
+    read = 0
+    for number, (chunk, chunk_start) in enumerate(zip(chunks, starts, strict=True)):
+        if chunk_start >= t_end:
+            continue
+        read += 1
+        part = PullReport(endpoint.url, selector, source_id, chunk_start, t_end)
+        unread.later = [i for c in chunks[number + 1 :] for i in c.instances or ()]
+        unread.own = list(chunk.instances or ())
+        unread.listed = set(begins)
+        _pull_chunk(
+            client,
+            target,
+            chunk.selector(query),
+            part,
+            window_s,
+            max_series,
+            max_targets,
+            first=read == 1,
+            unread=unread,
+        )
+        report.requests = client.requests
+        report.samples += part.samples
+        for table, n in part.added.items():
+            report.added[table] = report.added.get(table, 0) + n
+        report.runs = part.runs or report.runs
+        report.watermark = part.watermark or report.watermark
+        report.notes.extend(n for n in part.notes if n not in report.notes)
+        if part.failed:
+            report.failed.extend(part.failed)
+            break
+    if not read:
+        report.notes.append("nothing new since the last pull")
+    if report.watermark is None:
+        report.watermark = _watermark(_marks(_source(target, source_id)[0]))
+    if len(chunks) > 1:
+        report.notes.append(
+            f"read in {len(chunks):,} chunks of instances (at most {chunk_series:,} series each)"
+        )
+    return report
+
+
+_UNREAD = "unread"  # a watermark's key for an instance none of whose chunks was read
+
+
+@dataclass
+class _Unread:
+    """Instances no watermark names, by where their reading begins (unix seconds), and
+    the chunks around the one being committed (``_Unread.marks``)."""
+
+    begins: dict[str, float]
+    asked_from: float  # the series API's start: an instance it did not list has no series
+    own: list[str] = field(default_factory=list)
+    later: list[str] = field(default_factory=list)
+    listed: set[str] = field(default_factory=set)
+
+    def marks(self, stored: Mapping[str, float], failed: bool) -> dict[str, float]:
+        """The watermarks to commit with a chunk: ``stored`` with the holds of this chunk's
+        instances let go (kept when it failed) and those of the later chunks set."""
+        hold = [*self.later, *(self.own if failed else ())]
+        out: dict[str, float] = {}
+        for key, mark in stored.items():
+            instance = _unread_instance(key)
+            if instance is None or failed:
+                out[key] = mark
+            elif instance not in self.listed and mark < self.asked_from:
+                out[key] = mark  # outside what the series API was asked: still unknown
+        out.update({_unread_key(i): self.begins[i] for i in hold if i in self.begins})
+        return out
+
+
+def _unread_key(instance: str) -> str:
+    return json.dumps({_UNREAD: instance})
+
+
+def _unread_instance(key: str) -> str | None:
+    """The instance a hold names; None for a target's watermark."""
+    if not key.startswith("{"):
+        return None
+    value = json.loads(key)
+    return str(value.get(_UNREAD, "")) if isinstance(value, dict) else None
+
+
+def _instance_of_key(key: str) -> str:
+    held = _unread_instance(key)
+    if held is not None:
+        return held
+    target = json.loads(key)
+    return target[0] if isinstance(target, list) and target and target[0] else ""
+
+
+def _named(marks: Mapping[str, float]) -> set[str]:
+    """The instances a target's watermark names (holds aside)."""
+    return {_instance_of_key(k) for k in marks if _unread_instance(k) is None}
+
+
+def _instance_starts(
+    marks: Mapping[str, float], chunks: list[Chunk], default: float
+) -> dict[str, float]:
+    """Where each instance's read begins: its oldest watermark (or hold); for one with
+    none (a server new since the last pull), the oldest of all watermarks."""
+    oldest: dict[str, float] = {}
+    for key, mark in marks.items():
+        instance = _instance_of_key(key)
+        oldest[instance] = min(mark, oldest.get(instance, mark))
+    return {i: oldest.get(i, default) for c in chunks for i in c.instances or ()}
+
+
+def _watermark(marks: Mapping[str, float]) -> datetime | None:
+    return datetime.fromtimestamp(min(marks.values()), UTC) if marks else None
+
+
+def _pull_chunk(
+    client: Client,
+    target: Store,
+    query: str,
+    report: PullReport,
+    window_s: int,
+    max_series: int,
+    max_targets: int,
+    first: bool,
+    unread: _Unread,
+) -> None:
+    """Read one chunk's windows and commit what they gave (``report`` is the chunk's). A
+    first chunk that reads nothing at all fails the pull: nothing of it was stored."""
+    gathered = _Gathered(report.url, Admission(max_series, max_targets))
+    windows = _windows(report.start.timestamp() - LOOKBACK_S, report.end.timestamp(), window_s)
     failed = _read_windows(client, query, windows, gathered)
     if failed:
         window, message = failed
         report.failed.append(f"{_iso(window.start)} .. {_iso(window.end)}: {message}")
     report.samples = gathered.samples
     read_until = gathered.until if gathered.until is not None else windows[0].start
-    report.requests = client.requests
-    if report.failed and not gathered.ids:
+    if report.failed and not gathered.ids and first:
         raise PrometheusError(report.failed[0].split(": ", 1)[1])
+    if report.failed and not gathered.ids:
+        return  # the chunks before are stored: the pull's report says where it stopped
     report.notes.extend(f"followed a redirect to {o}" for o in sorted(client.http.followed))
     report.notes.extend(gathered.notes())
     got = intervals(gathered.series(), after=None)
+    del gathered  # the chunk's samples: what is held is its rows, not the fleet's
     report.notes.extend(got.notes)
-    # Locked only now: a slow server keeps no other writer waiting. The watermarks are
-    # read again under the lock, so a pull that wrote meanwhile is not stored twice.
+    # Committed now: a later chunk that fails leaves this one stored. The watermarks are
+    # read again, so a pull that wrote meanwhile is not stored twice.
     with target.writer() as writer:
-        previous, known = _source(target, source_id)
-        store_intervals(writer, target, got, report, _marks(previous), previous, read_until, known)
-    return report
+        previous, known = _source(target, report.source_id)
+        marks = unread.marks(_marks(previous), bool(report.failed))
+        store_intervals(writer, target, got, report, marks, previous, read_until, known)
 
 
 def _source(store: Store, source_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

@@ -1,0 +1,269 @@
+"""`specscope pull` at fleet size (issue 23): a real Prometheus on 127.0.0.1 scraping a few
+hundred vLLM-shaped exporters, read in chunks of instances, each committed on its own."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import polars as pl
+import pytest
+
+import specscope
+from specscope.prometheus.pull import Chunk, _chunks, pull
+
+from .prom_servers import Prometheus
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="needs Debian's prometheus (.ci/run installs it)"
+)
+
+SERVERS = 300
+CHUNK_SERIES = 400  # 8 series a server: 50 servers a chunk, 6 chunks
+MODEL = "Qwen/Qwen3-8B"
+
+
+def rates(i: int) -> dict[str, int]:
+    """Server i's counts per second: its own ratios, so that rows cannot be mixed up."""
+    drafts = 5 + i % 11
+    per_pos = (drafts - i % 3, drafts // 2, i % 4)
+    return {
+        "drafts": drafts,
+        "draft_tokens": 3 * drafts,
+        "accepted_tokens": sum(per_pos),
+        **{f"pos{p}": n for p, n in enumerate(per_pos)},
+    }
+
+
+class Fleet:
+    """``n`` exporters, each on a port of its own (its ``instance``), in this process: a
+    counter is its rate times the whole seconds since the fleet started."""
+
+    def __init__(self, n: int) -> None:
+        self.started = time.time()
+        self.servers: list[ThreadingHTTPServer] = []
+        self.threads: list[threading.Thread] = []
+        for i in range(n):
+            server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(i))
+            server.daemon_threads = True
+            thread = threading.Thread(target=server.serve_forever, args=(0.5,), daemon=True)
+            thread.start()
+            self.servers.append(server)
+            self.threads.append(thread)
+        self.targets = [f"127.0.0.1:{s.server_address[1]}" for s in self.servers]
+        self.rates = {t: rates(i) for i, t in enumerate(self.targets)}
+
+    def _handler(self, i: int) -> type[BaseHTTPRequestHandler]:
+        fleet = self
+        r = rates(i)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = fleet.exposition(r).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # Prometheus stopped mid-scrape
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
+
+    def exposition(self, r: dict[str, int]) -> str:
+        n = int(time.time() - self.started)
+        labels = f'model_name="{MODEL}",engine="0"'
+        lines = [
+            f"vllm:spec_decode_num_{name}_total{{{labels}}} {r[name] * n}"
+            for name in ("drafts", "draft_tokens", "accepted_tokens")
+        ]
+        lines += [
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{p}"}} '
+            f"{r[f'pos{p}'] * n}"
+            for p in range(3)
+        ]
+        lines += [
+            f"vllm:num_requests_running{{{labels}}} 1",
+            f"vllm:num_requests_waiting{{{labels}}} 0",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def stop(self) -> None:
+        # Each shutdown waits for its loop's next poll: all at once, not one after another.
+        stopping = [threading.Thread(target=s.shutdown) for s in self.servers]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
+        for server in self.servers:
+            server.server_close()
+
+
+class Faulty:
+    """A reverse proxy to ``upstream`` that answers HTTP 500 to every range query from
+    the ``fail_from``-th on (counting from 1), until ``heal``: a server that goes away in
+    the middle of a pull."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.fail_from: int | None = None
+        self.queries = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.startswith("/api/v1/query?"):
+                    outer.queries += 1
+                    if outer.fail_from is not None and outer.queries >= outer.fail_from:
+                        self._send(500, b'{"status":"error","error":"gone"}')
+                        return
+                with urllib.request.urlopen(outer.upstream + self.path, timeout=30) as r:
+                    self._send(r.status, r.read())
+
+            def _send(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _up(url: str) -> int:
+    query = urllib.parse.urlencode({"query": "count(up == 1)"})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=5) as r:
+        import json
+
+        result = json.loads(r.read())["data"]["result"]
+    return int(float(result[0]["value"][1])) if result else 0
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Iterator[tuple[Prometheus, Fleet, datetime, datetime]]:
+    """Every server scraped every second for ~8 s: the range the tests pull."""
+    exporters = Fleet(SERVERS)
+    prom = Prometheus(tmp_path_factory.mktemp("prom"), exporters.targets)
+    try:
+        deadline = time.time() + 60
+        while _up(prom.url) < SERVERS:
+            if time.time() > deadline:
+                raise RuntimeError("prometheus never scraped every server")
+            time.sleep(0.5)
+        start = datetime.now(UTC)
+        time.sleep(8)
+        end = datetime.now(UTC) - timedelta(seconds=1)
+        yield prom, exporters, start, end
+    finally:
+        prom.stop()
+        exporters.stop()
+
+
+def _rows(store) -> pl.DataFrame:
+    s = specscope.open_store(store)
+    runs = s.runs.collect().select("run_id", "pids")
+    return (
+        s.spec_decode.collect()
+        .join(runs, on="run_id")
+        .select(
+            "pids", "ts", "counts", "drafts", "draft_tokens", "accepted_tokens", "accepted_per_pos"
+        )
+        .sort("pids", "ts")
+    )
+
+
+def test_chunked_pull_equals_the_unchunked_one_and_the_servers_rates(fleet, tmp_path):
+    prom, exporters, start, end = fleet
+    whole = pull(prom.url, store=tmp_path / "whole", start=start, end=end, chunk_series=None)
+    # The per-chunk caps are the chunk's size: a chunk answered with more series than the
+    # series API named would leave some out, with a note.
+    chunked = pull(
+        prom.url,
+        store=tmp_path / "chunked",
+        start=start,
+        end=end,
+        chunk_series=CHUNK_SERIES,
+        max_series=CHUNK_SERIES,
+        max_targets=CHUNK_SERIES // 8,
+    )
+    assert not whole.failed and not chunked.failed
+    assert not any("left out" in n for n in chunked.notes)
+    assert f"read in {SERVERS * 8 // CHUNK_SERIES} chunks" in " ".join(chunked.notes)
+    a, b = _rows(tmp_path / "whole"), _rows(tmp_path / "chunked")
+    assert a.height > SERVERS * 4
+    assert a.equals(b)
+    assert chunked.added == whole.added and chunked.runs == whole.runs == SERVERS
+    # What the servers counted, interval by interval: each server's own ratios, exactly.
+    import json
+
+    for (pids,), rows in b.group_by("pids"):
+        r = exporters.rates[json.loads(pids)["instance"]]
+        seconds = rows["drafts"] // r["drafts"]
+        assert (rows["drafts"] == seconds * r["drafts"]).all()
+        assert (rows["accepted_tokens"] == seconds * r["accepted_tokens"]).all()
+        assert (rows["draft_tokens"] == seconds * r["draft_tokens"]).all()
+        assert rows["accepted_per_pos"].to_list() == [
+            [s * r[f"pos{p}"] for p in range(3)] for s in seconds
+        ]
+
+
+def test_a_pull_stopped_after_some_chunks_resumes_exactly(fleet, tmp_path):
+    prom, _, start, end = fleet
+    proxy = Faulty(prom.url)
+    try:
+        whole = pull(proxy.url, store=tmp_path / "whole", start=start, end=end, chunk_series=None)
+        # One window per chunk: the 4th range query (chunk 4) fails, chunks 1-3 are kept.
+        proxy.queries, proxy.fail_from = 0, 4
+        first = pull(
+            proxy.url,
+            store=tmp_path / "twice",
+            start=start,
+            end=end,
+            chunk_series=CHUNK_SERIES,
+            retries=0,
+        )
+        assert first.failed and "500" in first.failed[0]
+        kept = _rows(tmp_path / "twice")
+        assert 0 < kept["pids"].n_unique() < SERVERS
+        assert kept["pids"].n_unique() == 3 * CHUNK_SERIES // 8
+        proxy.queries, proxy.fail_from = 0, None
+        second = pull(proxy.url, store=tmp_path / "twice", end=end, chunk_series=CHUNK_SERIES)
+        assert not second.failed
+    finally:
+        proxy.stop()
+    # The finished chunks were not read again: their windows begin at their watermarks.
+    assert second.added["spec_decode"] == whole.added["spec_decode"] - kept.height
+    a, b = _rows(tmp_path / "whole"), _rows(tmp_path / "twice")
+    assert b.select("pids", "ts").is_duplicated().sum() == 0
+    assert a.equals(b)
+
+
+def test_instances_pack_into_chunks_of_bounded_series():
+    counts = {f"h{i:03d}": 8 for i in range(10)} | {"big": 50, "": 3}
+    chunks = _chunks(counts, 20)
+    assert sum(c.series for c in chunks) == sum(counts.values())
+    assert sorted(i for c in chunks for i in c.instances or ()) == sorted(counts)
+    assert all(c.series <= 20 or len(c.instances or ()) == 1 for c in chunks)
+    # An instance name is matched literally, and an absent instance label as "".
+    sel = Chunk(("a.b:1", 'q"x', ""), 3).selector('{__name__="m"}')
+    assert sel == '{__name__="m", instance=~"a\\\\.b:1|q\\"x|"}'
