@@ -16,7 +16,8 @@ import polars as pl
 import pytest
 
 import specscope
-from specscope.prometheus.pull import Chunk, _chunks, pull
+from specscope.prometheus.pull import RECORDED_PREFIX, Chunk, _chunks, pull
+from specscope.prometheus.rules import PREFIX, rules_yaml
 
 from .prom_servers import Prometheus
 
@@ -163,7 +164,11 @@ def _up(url: str) -> int:
 def fleet(tmp_path_factory) -> Iterator[tuple[Prometheus, Fleet, datetime, datetime]]:
     """Every server scraped every second for ~8 s: the range the tests pull."""
     exporters = Fleet(SERVERS)
-    prom = Prometheus(tmp_path_factory.mktemp("prom"), exporters.targets)
+    work = tmp_path_factory.mktemp("prom")
+    # specscope's own recording rules, evaluated: present, and still not what is pulled.
+    rules = work / "rules.yml"
+    rules.write_text(rules_yaml())
+    prom = Prometheus(work, exporters.targets, rules=rules)
     try:
         deadline = time.time() + 60
         while _up(prom.url) < SERVERS:
@@ -209,6 +214,10 @@ def test_chunked_pull_equals_the_unchunked_one_and_the_servers_rates(fleet, tmp_
     assert not whole.failed and not chunked.failed
     assert not any("left out" in n for n in chunked.notes)
     assert f"read in {SERVERS * 8 // CHUNK_SERIES} chunks" in " ".join(chunked.notes)
+    # The recorded rate()s are not the interval counts: the raw counters are pulled.
+    assert RECORDED_PREFIX == PREFIX
+    (why,) = [n for n in chunked.notes if "records specscope's rules" in n]
+    assert "pulled the raw counters instead" in why and f"{PREFIX}:" in why
     a, b = _rows(tmp_path / "whole"), _rows(tmp_path / "chunked")
     assert a.height > SERVERS * 4
     assert a.equals(b)

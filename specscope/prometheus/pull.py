@@ -83,6 +83,7 @@ IN_FLIGHT = 2  # requests at a time: the server answers one while it works out t
 DEFAULT_CHUNK_SERIES = 2_000  # series one chunk of a pull reads (each window, each request)
 # Instances in one chunk: its matcher goes into the URL, which proxies cap at 8-16 KB.
 MAX_CHUNK_INSTANCES = 200
+RECORDED_PREFIX = "specscope:spec_decode"  # what `specscope rules` records (rules.PREFIX)
 _RE2_SPECIAL = regex.compile(r"([\\.+*?()|\[\]{}^$])")
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 
@@ -467,6 +468,7 @@ def _plan(
     )
     try:
         counts = _instances_of(client.series_body(query, start, end, http))
+        recorded = _recorded_note(client, http)
     except (PrometheusError, ValueError) as exc:
         why = exc.message if isinstance(exc, PrometheusError) else f"{exc}"
         return [Chunk(None)], f"the series API gave no list of series ({why}): read unchunked"
@@ -474,8 +476,38 @@ def _plan(
         client.extra_requests += http.requests
         client.http.followed |= http.followed
     if not counts:
-        return [Chunk(None)], None
-    return _chunks(counts, chunk_series), None
+        return [Chunk(None)], recorded
+    return _chunks(counts, chunk_series), recorded
+
+
+def _recorded_note(client: Client, http: Http) -> str | None:
+    """Why the series ``specscope rules`` records, when the server evaluates them, are not
+    pulled in place of the raw counters; None when it records none (or cannot say)."""
+    try:
+        body = http.get(f"{client.endpoint.url}/api/v1/rules", {"type": "record"})
+        groups = json.loads(body)["data"]["groups"]
+        names = sorted(
+            {
+                str(rule["name"])
+                for group in groups
+                for rule in group["rules"]
+                if str(rule.get("name", "")).startswith(RECORDED_PREFIX + ":")
+            }
+        )
+    except (PrometheusError, ValueError, KeyError, TypeError):
+        return None  # a server without the rules API (Thanos Query without a ruler, say)
+    if not names:
+        return None
+    # The rules are rate()s: extrapolated per-second averages over their window, whose
+    # sums are not the counts. A rule copying the counters is sampled at its evaluations
+    # and loses what was counted between the last one and a restart. Neither is exact.
+    return (
+        f"the server records specscope's rules ({len(names)} series, such as {names[0]}); "
+        "pulled the raw counters instead: a recorded rate() is a per-second average over "
+        "its window, extrapolated at the window's edges, not the counts of each interval, "
+        "and a recorded copy of a counter would lose the counts between the rule's last "
+        "evaluation and a server restart"
+    )
 
 
 def _windows(start: float, stop: float, width: int) -> list[Window]:
