@@ -208,13 +208,17 @@ class Lease:
         """Whether this is still the store's lock (nobody took it over)."""
         return self.fd is not None and _same(self.fd, self.path)
 
+    def _removed_on_release(self) -> bool:
+        """Released, the file goes; with a flock it stays, saying who held it last."""
+        return FLOCK is None
+
     def release(self) -> None:
         with self._mutex:
             if self.fd is None:
                 return
             fd, self.fd = self.fd, None
             try:
-                if FLOCK is None:
+                if self._removed_on_release():
                     if _same(fd, self.path):
                         self.path.unlink(missing_ok=True)
                 else:
@@ -341,16 +345,8 @@ class StageOwner(Lease):
     the lock's record and heartbeat: while it is alive, no other writer removes that
     part. Released, the file is gone."""
 
-    def release(self) -> None:
-        with self._mutex:
-            if self.fd is None:
-                return
-            fd, self.fd = self.fd, None
-            try:
-                if _same(fd, self.path):
-                    self.path.unlink(missing_ok=True)
-            finally:
-                os.close(fd)
+    def _removed_on_release(self) -> bool:
+        return True
 
 
 def own_stage(stage: Path, ingest_id: str, lease_s: float) -> StageOwner:
