@@ -294,6 +294,14 @@ def test_spark_local_equals_specscope(fleet, spark):
         got = pl.from_arrow(spark.sql(f"SELECT * FROM {name}").toArrow())
         assert isinstance(got, pl.DataFrame)
         same(name, got, answer(store, name))
+    # Tables without a committed file: empty views of their columns (replacing the above).
+    from specscope.queries import engines
+
+    empty = [engines.TableFiles(t, (), frozenset()) for t in engines.VIEWED]
+    exec(compile(engines._spark(empty, None), "empty.py", "exec"), {})
+    nothing = spark.sql("SELECT * FROM positions_by_model")
+    assert nothing.columns == list(QUERIES["positions_by_model"].columns)
+    assert nothing.count() == 0
 
 
 def test_spark_over_s3_where_it_can(fleet, s3, spark):
@@ -326,3 +334,19 @@ def test_spark_views_refuse_a_file_name_spark_would_escape():
     with pytest.raises(UsageError, match="Spark would escape"):
         engines._spark([odd, runs], None)
     assert "host=a:8000" in engines._duckdb([odd, runs], None)  # DuckDB takes it as given
+
+
+def test_views_of_empty_tables_answer_nothing(tmp_path, monkeypatch):
+    """A table without a committed file is an empty view of its columns, in every engine."""
+    from specscope.queries import engines
+
+    empty = [engines.TableFiles(t, (), frozenset()) for t in engines.VIEWED]
+    con = duckdb.connect()
+    con.execute(engines._duckdb(empty, None))
+    for name in QUERIES:
+        assert con.sql(f"SELECT * FROM {name}").pl().columns == list(QUERIES[name].columns)
+        assert con.sql(f"SELECT count(*) FROM {name}").fetchall() == [(0,)]
+    pytest.importorskip("chdb", reason="ClickHouse (chDB) not installed: pip install '.[fleet]'")
+    monkeypatch.chdir(tmp_path)
+    for name, got in clickhouse_answers(engines._clickhouse(empty, None)).items():
+        assert got.height == 0 and got.columns == list(QUERIES[name].columns)

@@ -297,7 +297,12 @@ def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
             else []
         )
         if not tf.files:
-            cols = [f"CAST(NULL AS {_clickhouse_type(x.type)}) AS {x.name}" for x in schema]
+            # An Array is never null in ClickHouse: a list no file holds is empty.
+            cols = [
+                f"CAST({'[]' if pa.types.is_list(x.type) else 'NULL'} AS "
+                f"{_clickhouse_type(x.type)}) AS {x.name}"
+                for x in schema
+            ]
             cols += ["CAST(NULL AS Nullable(String)) AS source_id"] if source else []
             body = f"SELECT {', '.join(cols)} WHERE 0"
         else:
