@@ -78,13 +78,19 @@ def test_rollup_path_gives_the_row_path_findings(fleet: Path) -> None:
     assert _said(findings_of(from_rollups)) == _said(findings_of(from_rows, screened=False))
 
 
-def test_screens_keep_every_finding_of_the_real_excerpts(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def excerpts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every seed and world excerpt in one store: runs of every engine and shape, launches
     without speculation beside ones with it, benchmarks and stated comparisons."""
     logs = sorted(SEEDS.glob("*.txt")) + sorted((FIXTURES / "world").glob("*.log"))
     assert len(logs) > 50
-    store = tmp_path / "store"
+    store = tmp_path_factory.mktemp("excerpts") / "store"
     specscope.ingest(logs, store=store, year=2026)
+    return store
+
+
+def test_screens_keep_every_finding_of_the_real_excerpts(excerpts: Path) -> None:
+    store = excerpts
     ev = gather(open_store(store))
     everything = _said(findings_of(ev, screened=False))
     assert len({f["kind"] for f in everything}) >= 8
@@ -132,13 +138,10 @@ def test_reading_the_rows_a_question_needs_finds_what_reading_all_finds(tmp_path
     )
 
 
-def test_reading_what_is_needed_on_the_real_excerpts(tmp_path: Path) -> None:
+def test_reading_what_is_needed_on_the_real_excerpts(excerpts: Path) -> None:
     from specscope.analysis.detectors.needed import gather_needed
 
-    logs = sorted(SEEDS.glob("*.txt")) + sorted((FIXTURES / "world").glob("*.log"))
-    store = tmp_path / "store"
-    specscope.ingest(logs, store=store, year=2026)
-    opened = open_store(store)
+    opened = open_store(excerpts)
     assert opened.sums_cover_rows()
     want = _said(findings_of(gather(opened)))
     assert _said(findings_of(gather_needed(opened, batch_rows=500))) == want

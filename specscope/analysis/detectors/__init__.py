@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from specscope.analysis.detectors import screens
+import specscope.analysis.detectors.screens as screens
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.drift import drift
 from specscope.analysis.detectors.events import errors

@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from specscope.analysis.detectors import screens
+import specscope.analysis.detectors.screens as screens
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.evidence import (
