@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 import specscope
+from specscope.prometheus import pull as pulling
 from specscope.prometheus.pull import RECORDED_PREFIX, Chunk, _chunks, pull
 from specscope.prometheus.rules import PREFIX, rules_yaml
 
@@ -118,6 +119,7 @@ class Faulty:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.fail_from: int | None = None
+        self.fail_at: float | None = None  # or fail every query for a time from this on
         self.queries = 0
         outer = self
 
@@ -125,7 +127,9 @@ class Faulty:
             def do_GET(self) -> None:
                 if self.path.startswith("/api/v1/query?"):
                     outer.queries += 1
-                    if outer.fail_from is not None and outer.queries >= outer.fail_from:
+                    at = float(urllib.parse.parse_qs(self.path.split("?", 1)[1])["time"][0])
+                    late = outer.fail_at is not None and at >= outer.fail_at
+                    if late or (outer.fail_from is not None and outer.queries >= outer.fail_from):
                         self._send(500, b'{"status":"error","error":"gone"}')
                         return
                 with urllib.request.urlopen(outer.upstream + self.path, timeout=30) as r:
@@ -265,6 +269,44 @@ def test_a_pull_stopped_after_some_chunks_resumes_exactly(fleet, tmp_path):
     a, b = _rows(tmp_path / "whole"), _rows(tmp_path / "twice")
     assert b.select("pids", "ts").is_duplicated().sum() == 0
     assert a.equals(b)
+
+
+def test_a_long_pull_commits_in_parts_and_resumes_inside_a_chunk(fleet, tmp_path, monkeypatch):
+    prom, _, start, end = fleet
+    whole = pull(prom.url, store=tmp_path / "whole", start=start, end=end, chunk_series=None)
+    # 2-second windows, a part committed every 100 kB of answers (each window of data):
+    # a chunk read as a long backfill is, in parts, each committed before the next.
+    monkeypatch.setattr(pulling, "SPAN_BYTES", 100_000)
+    # Each part looks back for the sample before its first interval: 10 s of 1-second
+    # scrapes is plenty, and 5 windows to ask for instead of 300.
+    monkeypatch.setattr(pulling, "LOOKBACK_S", 10)
+    proxy = Faulty(prom.url)
+    try:
+        proxy.fail_at = start.timestamp() + 5
+        first = pull(
+            proxy.url,
+            store=tmp_path / "twice",
+            start=start,
+            end=end,
+            window_s=2,
+            chunk_series=3 * CHUNK_SERIES,  # 2 chunks: fewer windows to ask for
+            retries=0,
+        )
+        assert first.failed
+        kept = _rows(tmp_path / "twice")
+        naive = start.replace(tzinfo=None)
+        assert naive + timedelta(seconds=2) < kept["ts"].max() <= naive + timedelta(seconds=5)
+        ingests = specscope.open_store(tmp_path / "twice").manifest()["ingests"]
+        assert len(ingests) >= 2  # parts of the first chunk, committed one by one
+        proxy.fail_at = None
+        second = pull(
+            proxy.url, store=tmp_path / "twice", end=end, window_s=2, chunk_series=3 * CHUNK_SERIES
+        )
+        assert not second.failed
+    finally:
+        proxy.stop()
+    assert second.added["spec_decode"] == whole.added["spec_decode"] - kept.height
+    assert _rows(tmp_path / "whole").equals(_rows(tmp_path / "twice"))
 
 
 def test_instances_pack_into_chunks_of_bounded_series():

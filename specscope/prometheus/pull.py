@@ -80,6 +80,9 @@ MIN_WINDOW_S = 1
 LOOKBACK_S = 600
 _BATCH_BYTES = 2 << 20  # answers decoded together
 IN_FLIGHT = 2  # requests at a time: the server answers one while it works out the next
+# Answers (bytes) a chunk reads before it commits and reads on from there: about 2 M
+# samples, what a 2,000-series chunk scraped every 15 s holds in 4 hours.
+SPAN_BYTES = 64 * MB
 DEFAULT_CHUNK_SERIES = 2_000  # series one chunk of a pull reads (each window, each request)
 # Instances in one chunk: its matcher goes into the URL, which proxies cap at 8-16 KB.
 MAX_CHUNK_INSTANCES = 200
@@ -632,14 +635,8 @@ def pull(
             unread=unread,
         )
         report.requests = client.requests
-        report.samples += part.samples
-        for table, n in part.added.items():
-            report.added[table] = report.added.get(table, 0) + n
-        report.runs = part.runs or report.runs
-        report.watermark = part.watermark or report.watermark
-        report.notes.extend(n for n in part.notes if n not in report.notes)
+        _merge(report, part)
         if part.failed:
-            report.failed.extend(part.failed)
             break
     if not read:
         report.notes.append("nothing new since the last pull")
@@ -666,10 +663,16 @@ class _Unread:
     later: list[str] = field(default_factory=list)
     listed: set[str] = field(default_factory=set)
 
-    def marks(self, stored: Mapping[str, float], failed: bool) -> dict[str, float]:
-        """The watermarks to commit with a chunk: ``stored`` with the holds of this chunk's
-        instances let go (kept when it failed) and those of the later chunks set."""
-        hold = [*self.later, *(self.own if failed else ())]
+    def marks(
+        self, stored: Mapping[str, float], failed: bool, resume_at: float | None = None
+    ) -> dict[str, float]:
+        """The watermarks to commit with a chunk's part: ``stored`` with the holds of this
+        chunk's instances let go when it is done (kept when it failed, moved to
+        ``resume_at`` when a part of its time is still to read) and those of the later
+        chunks set."""
+        if resume_at is not None and not failed:
+            self.begins.update({i: resume_at for i in self.own if i in self.begins})
+        hold = [*self.later, *(self.own if failed or resume_at is not None else ())]
         out: dict[str, float] = {}
         for key, mark in stored.items():
             instance = _unread_instance(key)
@@ -733,31 +736,77 @@ def _pull_chunk(
     first: bool,
     unread: _Unread,
 ) -> None:
-    """Read one chunk's windows and commit what they gave (``report`` is the chunk's). A
-    first chunk that reads nothing at all fails the pull: nothing of it was stored."""
+    """Read one chunk's windows and commit what they gave (``report`` is the chunk's),
+    a part of its time at a time: each part stops after ``SPAN_BYTES`` of answers, so a
+    long backfill holds no more than a short one. A first chunk that reads nothing at all
+    fails the pull: nothing of it was stored."""
+    begin = report.start.timestamp()
+    while True:
+        part = PullReport(report.url, report.selector, report.source_id, _at(begin), report.end)
+        more = _pull_span(
+            client, target, query, part, window_s, max_series, max_targets, first, unread
+        )
+        _merge(report, part)
+        if part.failed or more is None:
+            return
+        begin, first = more, False
+
+
+def _pull_span(
+    client: Client,
+    target: Store,
+    query: str,
+    report: PullReport,
+    window_s: int,
+    max_series: int,
+    max_targets: int,
+    first: bool,
+    unread: _Unread,
+) -> float | None:
+    """Read a chunk's windows from ``report.start`` until ``SPAN_BYTES`` of answers came,
+    and commit them; where the next part begins (None: the chunk is done)."""
     gathered = _Gathered(report.url, Admission(max_series, max_targets))
     windows = _windows(report.start.timestamp() - LOOKBACK_S, report.end.timestamp(), window_s)
-    failed = _read_windows(client, query, windows, gathered)
+    failed, stopped = _read_windows(
+        client, query, windows, gathered, SPAN_BYTES, report.start.timestamp()
+    )
     if failed:
         window, message = failed
         report.failed.append(f"{_iso(window.start)} .. {_iso(window.end)}: {message}")
     report.samples = gathered.samples
     read_until = gathered.until if gathered.until is not None else windows[0].start
+    more = read_until if not failed and stopped < len(windows) else None
     if report.failed and not gathered.ids and first:
         raise PrometheusError(report.failed[0].split(": ", 1)[1])
     if report.failed and not gathered.ids:
-        return  # the chunks before are stored: the pull's report says where it stopped
+        return None  # what came before is stored: the pull's report says where it stopped
     report.notes.extend(f"followed a redirect to {o}" for o in sorted(client.http.followed))
     report.notes.extend(gathered.notes())
     got = intervals(gathered.series(), after=None)
-    del gathered  # the chunk's samples: what is held is its rows, not the fleet's
+    del gathered  # the part's samples: what is held is its rows, not the fleet's
     report.notes.extend(got.notes)
-    # Committed now: a later chunk that fails leaves this one stored. The watermarks are
-    # read again, so a pull that wrote meanwhile is not stored twice.
+    # Committed now: a later part or chunk that fails leaves this one stored. The
+    # watermarks are read again, so a pull that wrote meanwhile is not stored twice.
     with target.writer() as writer:
         previous, known = _source(target, report.source_id)
-        marks = unread.marks(_marks(previous), bool(report.failed))
+        marks = unread.marks(_marks(previous), bool(report.failed), more)
         store_intervals(writer, target, got, report, marks, previous, read_until, known)
+    return more
+
+
+def _merge(into: PullReport, part: PullReport) -> None:
+    """Add what a part of a pull did to the report of the whole."""
+    into.samples += part.samples
+    for table, n in part.added.items():
+        into.added[table] = into.added.get(table, 0) + n
+    into.runs = part.runs or into.runs
+    into.watermark = part.watermark or into.watermark
+    into.notes.extend(n for n in part.notes if n not in into.notes)
+    into.failed.extend(part.failed)
+
+
+def _at(t: float) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
 
 
 def _source(store: Store, source_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -774,37 +823,58 @@ def _marks(previous: dict[str, Any] | None) -> dict[str, float]:
 
 
 def _read_windows(
-    client: Client, query: str, windows: list[Window], gathered: _Gathered
-) -> _Failure | None:
-    """Read the windows in order, two requests in flight, up to the first that fails."""
+    client: Client,
+    query: str,
+    windows: list[Window],
+    gathered: _Gathered,
+    enough: int | None = None,
+    counted_from: float = 0.0,
+) -> tuple[_Failure | None, int]:
+    """Read the windows in order, two requests in flight, up to the first that fails or
+    until ``enough`` bytes of answers came for windows past ``counted_from`` (a part's
+    look back before its start is not counted, so each part reads on); the failure, and
+    how many windows were read."""
     failed: _Failure | None = None
+    done = 0
+    got = 0
 
-    def fetch(i: int) -> Future[list[tuple[Window, bytearray]]]:
+    def fetch(i: int) -> tuple[int, Future[list[tuple[Window, bytearray]]]]:
         client.budget.open(i)
-        return ahead.submit(_fetch, client, query, windows[i], i)
+        return i, ahead.submit(_fetch, client, query, windows[i], i)
 
     with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="specscope-pull") as ahead:
         pending = deque(fetch(i) for i in range(min(IN_FLIGHT, len(windows))))
         for i, window in enumerate(windows):
             try:
-                answers = pending.popleft().result()
+                answers = pending.popleft()[1].result()
             except PrometheusError as exc:
                 failed = (window, exc.message)
                 client.budget.release(i)
                 break
+            if window.end > counted_from:
+                got += sum(len(body) for _, body in answers)
+            full = enough is not None and got >= enough
             # The next windows are asked for while this one is decoded.
-            if i + IN_FLIGHT < len(windows):
+            if i + IN_FLIGHT < len(windows) and not full:
                 pending.append(fetch(i + IN_FLIGHT))
             failed = gathered.take(window, answers)
             del answers
             client.budget.release(i)
-            if failed:
+            done = i + 1
+            if failed or full:
                 break
         if failed:
             client.http.stop()  # the requests still in flight are abandoned
-            for later in pending:
-                later.cancel()
-    return gathered.settle() or failed  # a malformed answer comes before the failure
+        for ticket, later in pending:
+            # Asked ahead and not read (the next part asks again): its bytes let go.
+            if not later.cancel():
+                try:
+                    later.result()
+                except PrometheusError:
+                    pass
+            client.budget.release(ticket)
+    failed = gathered.settle() or failed  # a malformed answer comes before the failure
+    return failed, done
 
 
 def _as_time(value: str | datetime) -> datetime:
