@@ -251,7 +251,15 @@ def polars_schema(table: str) -> pl.Schema:
 
 PARTITIONED = ("spec_decode", "engine_stats", "runs", "events", "bench", "run_sums")
 CONFIG_COLUMNS = tuple(f.name for f in RUN_CONFIG)
-_POLARS = {name: pl.DataFrame(schema.empty_table()).schema for name, schema in TABLES.items()}
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of ``schema`` with no rows. Not ``Schema.empty_table()``: that imports pandas
+    where it is installed (some 50 MB more in every process, for nothing)."""
+    return pa.Table.from_batches([], schema=schema)
+
+
+_POLARS = {name: pl.DataFrame(empty_table(schema)).schema for name, schema in TABLES.items()}
 
 __all__ = [
     "BENCH",
@@ -265,6 +273,7 @@ __all__ = [
     "SOURCES",
     "SPEC_DECODE",
     "TABLES",
+    "empty_table",
     "polars_schema",
 ]
 

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from specscope.errors import StoreError
-from specscope.schema import PARTITIONED, TABLES, polars_schema
+from specscope.schema import PARTITIONED, TABLES, empty_table, polars_schema
 from specscope.store import DEFAULT_STORE
 from specscope.store.integrity import MISSING, Inspection, inspect
 from specscope.store.layout import (
@@ -78,7 +78,7 @@ class Store:
         schema = TABLES[name]
         checked = self._checked(name)
         if not checked:
-            empty = pl.DataFrame(schema.empty_table())
+            empty = pl.DataFrame(empty_table(schema))
             if name in PARTITIONED:
                 empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
             return empty.lazy()

@@ -23,7 +23,7 @@ from specscope.acceptance import (
     k_counts,
     sums,
 )
-from specscope.schema import polars_schema
+from specscope.schema import empty_table, polars_schema
 
 __all__ = ["RunSums", "per_run"]
 
@@ -70,7 +70,7 @@ class RunSums:
         run_id = pl.col(self.key[0]) if run_id is None else run_id
         totals = self.totals.total()
         if totals.is_empty():
-            return schema.empty_table()
+            return empty_table(schema)
         positions = self.positions.total()
         lists = (
             positions.sort([*self.key, "position"])
