@@ -38,6 +38,7 @@ from specscope.analysis.evidence import (
     evidence_from,
 )
 from specscope.analysis.findings import Finding
+from specscope.schema import polars_schema
 from specscope.store import rollup
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config, load_reference
@@ -158,11 +159,25 @@ def gather_needed(
             need.update(kept)
     need.discard("")
     chosen = pl.col("run_id").is_in(sorted(need))
-    spec = spec_all.filter(chosen).collect()
-    where = _where(spec_all, sorted(placed - need - {""}), spec.schema)
+
+    def holding(ids: Iterable[str]) -> list[str]:
+        """The sources that hold these runs, in the store's order of folders."""
+        return sorted({str(base.runs[r].get("source_id")) for r in ids if r in base.runs})
+
+    # Only the files of the sources that hold the runs: a fleet's store has a folder per
+    # server, and a scan over every file opens every file whatever its filter.
+    spec = _rows_of(files["spec_decode"], holding(need), "spec_decode", spec_all)
+    spec_rows = spec.filter(chosen).collect()
+    stats = _rows_of(files["engine_stats"], holding(need), "engine_stats", stats_all)
+    placed = placed - need - {""}
+    where = _where(
+        _rows_of(files["spec_decode"], holding(placed), "spec_decode", spec_all),
+        sorted(placed),
+        spec_rows.schema,
+    )
     ev = evidence(
-        pl.concat([spec, where]).rechunk(),
-        stats_all.filter(chosen).collect().rechunk(),
+        pl.concat([spec_rows, where]).rechunk(),
+        stats.filter(chosen).collect().rechunk(),
         runs,
         per_run,
     )
@@ -208,6 +223,27 @@ def _where(spec: pl.LazyFrame, run_ids: list[str], schema: pl.Schema) -> pl.Data
         (pl.col(c) if c in rows.columns else pl.lit(None)).cast(t).alias(c)
         for c, t in schema.items()
     )
+
+
+def _rows_of(
+    files: dict[str, list[Path]],
+    sources: list[str],
+    table: str,
+    like: pl.LazyFrame,
+) -> pl.LazyFrame:
+    """The rows of the sources' files with the columns and types of ``like`` (a file
+    written before a column was added reads it as null, as ``Store.table`` does)."""
+    want = like.collect_schema()
+    frames = [
+        pl.scan_parquet(
+            path, schema=polars_schema(table), missing_columns="insert", extra_columns="ignore"
+        ).with_columns(pl.lit(source).alias("source_id"))
+        for source in sources
+        for path in files.get(source, [])
+    ]
+    if not frames:
+        return like.clear()
+    return pl.concat(frames, how="vertical").select(pl.col(c).cast(t) for c, t in want.items())
 
 
 def _by_source(store: Store, table: str) -> dict[str, list[Path]]:
