@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 import typer
 
-from specscope.cli import sql as sql_command
+import specscope.cli.sql as sql_command
 from specscope.cli.check import EXAMPLES as CHECK_EXAMPLES
 from specscope.cli.check import check
 from specscope.cli.conventions import conventional
