@@ -3,7 +3,11 @@ hundred vLLM-shaped exporters, read in chunks of instances, each committed on it
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -120,6 +124,8 @@ class Faulty:
         self.upstream = upstream
         self.fail_from: int | None = None
         self.fail_at: float | None = None  # or fail every query for a time from this on
+        self.hang_from: int | None = None  # or never answer from this query on
+        self.released = threading.Event()
         self.queries = 0
         outer = self
 
@@ -128,6 +134,9 @@ class Faulty:
                 if self.path.startswith("/api/v1/query?"):
                     outer.queries += 1
                     at = float(urllib.parse.parse_qs(self.path.split("?", 1)[1])["time"][0])
+                    if outer.hang_from is not None and outer.queries >= outer.hang_from:
+                        outer.released.wait(60)
+                        return
                     late = outer.fail_at is not None and at >= outer.fail_at
                     if late or (outer.fail_from is not None and outer.queries >= outer.fail_from):
                         self._send(500, b'{"status":"error","error":"gone"}')
@@ -151,6 +160,7 @@ class Faulty:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -269,6 +279,38 @@ def test_a_pull_stopped_after_some_chunks_resumes_exactly(fleet, tmp_path):
     a, b = _rows(tmp_path / "whole"), _rows(tmp_path / "twice")
     assert b.select("pids", "ts").is_duplicated().sum() == 0
     assert a.equals(b)
+
+
+def test_a_pull_killed_after_some_chunks_resumes_exactly(fleet, tmp_path):
+    prom, _, start, end = fleet
+    proxy = Faulty(prom.url)
+    store = tmp_path / "twice"
+    try:
+        whole = pull(proxy.url, store=tmp_path / "whole", start=start, end=end, chunk_series=None)
+        # The 4th range query (chunk 4) is never answered: the pull is killed waiting for it.
+        proxy.queries, proxy.hang_from = 0, 4
+        code = (
+            "import sys; from datetime import datetime; from specscope import pull; "
+            "pull(sys.argv[1], store=sys.argv[2], start=datetime.fromisoformat(sys.argv[3]), "
+            f"end=datetime.fromisoformat(sys.argv[4]), chunk_series={CHUNK_SERIES})"
+        )
+        args = [proxy.url, str(store), start.isoformat(), end.isoformat()]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = subprocess.Popen([sys.executable, "-c", code, *args], env=env)
+        deadline = time.time() + 60
+        while proxy.queries < 4 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        proc.kill()
+        assert proc.wait() == -signal.SIGKILL
+        kept = _rows(store)
+        assert kept["pids"].n_unique() == 3 * CHUNK_SERIES // 8  # chunks 1-3, committed
+        proxy.hang_from = None
+        second = pull(proxy.url, store=store, end=end, chunk_series=CHUNK_SERIES)
+        assert not second.failed
+    finally:
+        proxy.stop()
+    assert second.added["spec_decode"] == whole.added["spec_decode"] - kept.height
+    assert _rows(tmp_path / "whole").equals(_rows(store))
 
 
 def test_a_long_pull_commits_in_parts_and_resumes_inside_a_chunk(fleet, tmp_path, monkeypatch):

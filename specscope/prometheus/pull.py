@@ -80,9 +80,10 @@ MIN_WINDOW_S = 1
 LOOKBACK_S = 600
 _BATCH_BYTES = 2 << 20  # answers decoded together
 IN_FLIGHT = 2  # requests at a time: the server answers one while it works out the next
-# Answers (bytes) a chunk reads before it commits and reads on from there: about 2 M
-# samples, what a 2,000-series chunk scraped every 15 s holds in 4 hours.
-SPAN_BYTES = 64 * MB
+# Answers (bytes) a chunk reads before it commits and reads on from there: about 600 k
+# samples (a 2,000-series chunk scraped every 15 s for an hour and a quarter), which a
+# pull turns into rows within ~250 MB (bench/README.md, "Fleet pulls").
+SPAN_BYTES = 16 * MB
 DEFAULT_CHUNK_SERIES = 2_000  # series one chunk of a pull reads (each window, each request)
 # Instances in one chunk: its matcher goes into the URL, which proxies cap at 8-16 KB.
 MAX_CHUNK_INSTANCES = 200
