@@ -360,3 +360,15 @@ def test_instances_pack_into_chunks_of_bounded_series():
     # An instance name is matched literally, and an absent instance label as "".
     sel = Chunk(("a.b:1", 'q"x', ""), 3).selector('{__name__="m"}')
     assert sel == '{__name__="m", instance=~"a\\\\.b:1|q\\"x|"}'
+
+
+def test_a_server_without_the_series_api_is_read_unchunked(tmp_path):
+    from .prom_servers import Misbehaving
+
+    server = Misbehaving("matrix")  # answers range queries only
+    try:
+        report = pull(server.url, store=tmp_path / "s", since="10m", retries=0)
+    finally:
+        server.stop()
+    assert not report.failed and report.added["spec_decode"] > 0
+    assert any("the series API gave no list of series" in n for n in report.notes)

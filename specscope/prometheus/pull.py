@@ -85,6 +85,7 @@ IN_FLIGHT = 2  # requests at a time: the server answers one while it works out t
 # pull turns into rows within ~250 MB (bench/README.md, "Fleet pulls").
 SPAN_BYTES = 16 * MB
 DEFAULT_CHUNK_SERIES = 2_000  # series one chunk of a pull reads (each window, each request)
+MAX_INSTANCES = 100_000  # instances one pull reads, in all its chunks
 # Instances in one chunk: its matcher goes into the URL, which proxies cap at 8-16 KB.
 MAX_CHUNK_INSTANCES = 200
 RECORDED_PREFIX = "specscope:spec_decode"  # what `specscope rules` records (rules.PREFIX)
@@ -452,11 +453,11 @@ def _chunks(counts: Mapping[str, int], chunk_series: int) -> list[Chunk]:
 
 def _plan(
     client: Client, query: str, start: float, end: float, chunk_series: int | None
-) -> tuple[list[Chunk], str | None]:
-    """The chunks a pull reads, and a note when it reads unchunked for want of an answer
-    from the series API (an old proxy, a server that does not serve it)."""
+) -> tuple[list[Chunk], list[str]]:
+    """The chunks a pull reads, and notes: one when it reads unchunked for want of an
+    answer from the series API (an old proxy, a server that does not serve it)."""
     if not chunk_series:
-        return [Chunk(None)], None
+        return [Chunk(None)], []
     # Once retried at most: a server that cannot answer this is read as before.
     http = Http(
         client.session,
@@ -475,13 +476,22 @@ def _plan(
         recorded = _recorded_note(client, http)
     except (PrometheusError, ValueError) as exc:
         why = exc.message if isinstance(exc, PrometheusError) else f"{exc}"
-        return [Chunk(None)], f"the series API gave no list of series ({why}): read unchunked"
+        return [Chunk(None)], [f"the series API gave no list of series ({why}): read unchunked"]
     finally:
         client.extra_requests += http.requests
         client.http.followed |= http.followed
+    notes = [recorded] if recorded else []
     if not counts:
-        return [Chunk(None)], recorded
-    return _chunks(counts, chunk_series), recorded
+        return [Chunk(None)], notes
+    if len(counts) > MAX_INSTANCES:
+        # A list no fleet has (a hostile or broken server): as many runs as a pull keeps.
+        kept = sorted(counts)[:MAX_INSTANCES]
+        notes.append(
+            f"the series API named {len(counts):,} instances: read the first "
+            f"{MAX_INSTANCES:,} (by name), left out the rest"
+        )
+        counts = {i: counts[i] for i in kept}
+    return _chunks(counts, chunk_series), notes
 
 
 def _recorded_note(client: Client, http: Http) -> str | None:
@@ -589,9 +599,8 @@ def pull(
         deadline=until,
     )
     first = t_start.timestamp() - LOOKBACK_S
-    chunks, why = _plan(client, query, first, t_end.timestamp(), chunk_series)
-    if why:
-        report.notes.append(why)
+    chunks, notes = _plan(client, query, first, t_end.timestamp(), chunk_series)
+    report.notes.extend(notes)
     # Each chunk from its own targets' watermarks: a pull that stopped half way is not
     # read again for the chunks it finished.
     begins = _instance_starts(marks, chunks, t_start.timestamp())
