@@ -219,31 +219,24 @@ class LineParser:
 
     @guarded("a JSON document")
     def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:
-        """A JSON document (a benchmark result, a response) as one record, if one is known."""
+        """A JSON document (a result, a response), or an array of them, one record each."""
         try:
             obj = json.loads(text)
         except ValueError:
             return False
-        if isinstance(obj, list):
-            # An array of documents (TensorRT-LLM's /metrics: its iterations): each a record.
-            found = [self._json_doc(line, item, text, end_line) for item in obj]
-            return any(found)
-        return self._json_doc(line, obj, text, end_line)
-
-    def _json_doc(self, line: int, obj: object, text: str, end_line: int | None) -> bool:
-        if not isinstance(obj, dict):
-            return False
-        for defn in self.grammar.json_docs:
-            found = holding(obj, defn.match_keys)
-            if found is not None:
+        taken = False
+        for doc in obj if isinstance(obj, list) else [obj]:  # TensorRT-LLM's /metrics: a list
+            ds = self.grammar.json_docs if isinstance(doc, dict) else ()
+            hit = next(((d, f) for d in ds if (f := holding(doc, d.match_keys)) is not None), None)
+            if hit is not None:
                 self._finish_pending()
                 self._finish_block()
                 origin = Origin(line, end_line or line, None)
-                reason = self._accept(defn, origin, read_json(defn, found), {})
+                reason = self._accept(hit[0], origin, read_json(*hit), {})
                 if reason:
                     self.skipped.append(Skip(line, reason, text[:300]))
-                return True
-        return False
+                taken = True
+        return taken
 
     def _feed_clean(self, line: int, text: str, year: int | None) -> None:
         """Hold a line that ends inside a log header or a record's opening words until the
