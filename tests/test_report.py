@@ -495,19 +495,3 @@ def test_the_grouped_html_report_draws_in_chromium(fleet, tmp_path, cli):
     full = cli("report", "--store", fleet.path, "--out", tmp_path / "all.md", "--per-run")
     assert full.status == 0, full.err
     assert "## Setups" not in (tmp_path / "all.md").read_text()
-
-
-def test_a_report_over_a_fleets_rows_reads_what_it_needs_and_says_the_same(fleet, monkeypatch):
-    """Over many rows the report takes its findings from the needed rows and its charts
-    from a few columns of every row: the same report as from every column of every row."""
-    from specscope.report import build
-
-    whole_report = build_report(fleet)
-    monkeypatch.setattr(build, "NEEDED_OVER_ROWS", 0)
-    needed_report = build_report(fleet)
-    assert needed_report.charts == whole_report.charts  # the data drawn, too
-    whole, needed = whole_report.to_dict(), needed_report.to_dict()
-    for report in (whole, needed):
-        report.pop("generated")
-    assert needed == whole
-    assert needed["findings"] and needed["setups"] and len(needed_report.charts) >= 4

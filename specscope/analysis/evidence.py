@@ -158,13 +158,6 @@ def detector_rows(store: Store) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     )
 
 
-def joined_rows(spec: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
-    """Spec rows with their interval's engine stats (running requests, waiting, KV cache
-    and prefix-cache hit rate), each run's rows together, as ``Evidence.spec`` holds them:
-    for readers that need these columns only (a report's charts over a fleet's rows)."""
-    return _by_run(_join_stats(spec, stats))
-
-
 def evidence_from(
     spec: pl.DataFrame,
     stats: pl.DataFrame,

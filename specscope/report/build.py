@@ -22,9 +22,8 @@ from typing import Any
 import polars as pl
 
 from specscope.analysis.advise import advice_of
-from specscope.analysis.detectors import NEEDED_OVER_ROWS, findings_of
-from specscope.analysis.detectors.needed import gather_needed
-from specscope.analysis.evidence import Evidence, detector_rows, gather, joined_rows
+from specscope.analysis.detectors import findings_of
+from specscope.analysis.evidence import Evidence, gather
 from specscope.analysis.factors import what_moves
 from specscope.analysis.findings import Finding, json_safe
 from specscope.analysis.verdict import verdict_of
@@ -135,15 +134,7 @@ def build_report(
     the runs those name listed, charts by setup."""
     red = redactor or Redactor()
     ids = list(run_ids or [])
-    cfg = config or load_config()
-    if store.sums_cover_rows() and _spec_rows(store) > NEEDED_OVER_ROWS:
-        # A fleet's rows: the findings from the rows they need, the charts and factors
-        # from the columns they read.
-        ev = gather_needed(store, run_ids=ids or None, config=cfg, reference=reference)
-        rows = _chart_rows(store, ids)
-    else:
-        ev = gather(store, run_ids=ids or None, config=cfg, reference=reference)
-        rows = ev.spec
+    ev = gather(store, run_ids=ids or None, config=config or load_config(), reference=reference)
     found = findings_of(ev)
     z = ev.config["evidence"]["z"]
     grouped = not per_run and len(ev.per_run) > setups.LIST_RUNS_UP_TO
@@ -208,7 +199,7 @@ def build_report(
         per_position = _setup_curves(ev.per_run, setup_of, table)
     advice = [a.to_dict() for a in advice_of(_only(ev, listed))]
     moves = what_moves(
-        rows.select(_COUNTS),
+        ev.spec.select(_COUNTS),
         {
             r: {**run, "source": shown.get(run.get("source") or "", run.get("source"))}
             for r, run in ev.runs.items()
@@ -239,7 +230,7 @@ def build_report(
         report.runs_left = sum(1 for r in with_records if r in ev.runs) - len(report.runs)
     bars = table[: setups.MAX_SETUP_BARS] if grouped else []
     if with_charts:
-        spec = rows.select(charts.READS)
+        spec = ev.spec.select(charts.READS)
         if grouped:
             spec = setups.named_rows(spec, setups.chart_names(setup_of, table))
         report.charts, report.captions, report.chart_notes = _charts(
@@ -296,31 +287,6 @@ def _setup_curves(
             }
         )
     return out
-
-
-def _spec_rows(store: Store) -> int:
-    return int(store.spec_decode.select(pl.len()).collect().item())
-
-
-def _chart_rows(store: Store, run_ids: list[str]) -> pl.DataFrame:
-    """The spec rows with what the charts and ``what_moves`` read, joined with their
-    engine stats: a few columns of every row instead of every column."""
-    spec, stats = detector_rows(store)
-    spec = spec.select("source_id", "run_id", "engine", "ts", "line", "stats_line", *_COUNTS[1:4])
-    stats = stats.select(
-        "source_id",
-        "run_id",
-        "engine",
-        "ts",
-        "line",
-        "running_reqs",
-        "waiting_reqs",
-        "prefix_cache_hit_rate",
-        "kv_cache_usage",
-    )
-    if run_ids:
-        spec, stats = (t.filter(pl.col("run_id").is_in(run_ids)) for t in (spec, stats))
-    return joined_rows(spec.collect().rechunk(), stats.collect().rechunk())
 
 
 def _only(ev: Evidence, listed: set[str] | None) -> Evidence:
