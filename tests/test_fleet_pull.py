@@ -21,7 +21,7 @@ import pytest
 
 import specscope
 from specscope.prometheus import pull as pulling
-from specscope.prometheus.pull import RECORDED_PREFIX, Chunk, _chunks, pull
+from specscope.prometheus.pull import RECORDED_PREFIX, Chunk, _chunks, _instances_of, pull
 from specscope.prometheus.rules import PREFIX, rules_yaml
 
 from .prom_servers import Prometheus
@@ -360,6 +360,23 @@ def test_instances_pack_into_chunks_of_bounded_series():
     # An instance name is matched literally, and an absent instance label as "".
     sel = Chunk(("a.b:1", 'q"x', ""), 3).selector('{__name__="m"}')
     assert sel == '{__name__="m", instance=~"a\\\\.b:1|q\\"x|"}'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[1, 2]",
+        b'"x"',
+        b'{"status":"error","error":"no"}',
+        b'{"status":"success","data":[["a"]]}',
+    ],
+)
+def test_an_answer_that_is_no_list_of_series_is_one_line(body):
+    with pytest.raises(ValueError, match=r"no list of series|not an object of labels"):
+        _instances_of(body)
+    # Keys in any order, a label called "data" or "status": still a list of series.
+    answer = b'{"data":[{"status":"x","instance":"a"},{"data":"y"}],"status":"success"}'
+    assert _instances_of(answer) == {"a": 1, "": 1}
 
 
 def test_a_server_without_the_series_api_is_read_unchunked(tmp_path):

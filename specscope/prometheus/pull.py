@@ -414,7 +414,9 @@ def _instances_of(body: bytes | bytearray) -> dict[str, int]:
     series' labels are cut to its instance as they are parsed: a fleet's list is not held."""
 
     def hook(pairs: list[tuple[str, Any]]) -> Any:
-        if pairs and pairs[0][0] == "status":
+        # The answer itself is the object whose "data" is a list: a series' labels are
+        # strings (a label may be called "status" or "data").
+        if any(k == "data" and isinstance(v, list) for k, v in pairs):
             return dict(pairs)
         return next((v for k, v in pairs if k == "instance"), "")
 
@@ -422,9 +424,9 @@ def _instances_of(body: bytes | bytearray) -> dict[str, int]:
         answer = json.loads(body, object_pairs_hook=hook)
     except ValueError as exc:
         raise ValueError("not JSON") from exc
-    data = answer.get("data") if isinstance(answer, dict) else None
-    if answer.get("status") != "success" or not isinstance(data, list):
+    if not isinstance(answer, dict) or answer.get("status") != "success":
         raise ValueError("no list of series")
+    data = answer["data"]
     counts: dict[str, int] = {}
     for instance in data:
         if not isinstance(instance, str):
@@ -508,7 +510,7 @@ def _recorded_note(client: Client, http: Http) -> str | None:
                 if str(rule.get("name", "")).startswith(RECORDED_PREFIX + ":")
             }
         )
-    except (PrometheusError, ValueError, KeyError, TypeError):
+    except (PrometheusError, ValueError, KeyError, TypeError, AttributeError):
         return None  # a server without the rules API (Thanos Query without a ruler, say)
     if not names:
         return None
