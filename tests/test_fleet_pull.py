@@ -21,7 +21,8 @@ import pytest
 
 import specscope
 from specscope.prometheus import pull as pulling
-from specscope.prometheus.pull import RECORDED_PREFIX, Chunk, _chunks, _instances_of, pull
+from specscope.prometheus.chunking import RECORDED_PREFIX, Chunk, instances_of, pack
+from specscope.prometheus.pull import pull
 from specscope.prometheus.rules import PREFIX, rules_yaml
 
 from .prom_servers import Prometheus
@@ -353,7 +354,7 @@ def test_a_long_pull_commits_in_parts_and_resumes_inside_a_chunk(fleet, tmp_path
 
 def test_instances_pack_into_chunks_of_bounded_series():
     counts = {f"h{i:03d}": 8 for i in range(10)} | {"big": 50, "": 3}
-    chunks = _chunks(counts, 20)
+    chunks = pack(counts, 20)
     assert sum(c.series for c in chunks) == sum(counts.values())
     assert sorted(i for c in chunks for i in c.instances or ()) == sorted(counts)
     assert all(c.series <= 20 or len(c.instances or ()) == 1 for c in chunks)
@@ -373,10 +374,10 @@ def test_instances_pack_into_chunks_of_bounded_series():
 )
 def test_an_answer_that_is_no_list_of_series_is_one_line(body):
     with pytest.raises(ValueError, match=r"no list of series|not an object of labels"):
-        _instances_of(body)
+        instances_of(body)
     # Keys in any order, a label called "data" or "status": still a list of series.
     answer = b'{"data":[{"status":"x","instance":"a"},{"data":"y"}],"status":"success"}'
-    assert _instances_of(answer) == {"a": 1, "": 1}
+    assert instances_of(answer) == {"a": 1, "": 1}
 
 
 def test_a_server_without_the_series_api_is_read_unchunked(tmp_path):

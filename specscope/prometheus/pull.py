@@ -30,21 +30,22 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import numpy as np
 import regex
 
 from specscope.durations import parse_duration, parse_time
 from specscope.errors import PrometheusError, UsageError
-from specscope.prometheus.answers import (
-    MAX_LABEL_VALUE,
-    MAX_LABELS,
-    Answer,
-    SeriesKey,
-    decode_all,
-    labels_fit,
-    labels_of,
-    series_key,
+from specscope.prometheus.chunking import (
+    DEFAULT_CHUNK_SERIES,
+    MAX_INSTANCES,
+    Chunk,
+    Unread,
+    instance_starts,
+    instances_of,
+    named,
+    pack,
+    recorded_note,
 )
+from specscope.prometheus.gathering import Failure, Gathered, Window
 from specscope.prometheus.http import (
     DEFAULT_MAX_ANSWER_MB,
     MAX_ANSWER_ENV,
@@ -59,7 +60,6 @@ from specscope.prometheus.intervals import (
     MAX_SERIES,
     MAX_TARGETS,
     Admission,
-    Series,
     intervals,
 )
 from specscope.prometheus.names import PREFIXES, SERIES_NAMES
@@ -78,18 +78,11 @@ DEFAULT_WINDOW_S = 1800
 MIN_WINDOW_S = 1
 # The sample before a window's first interval lies in the window before it.
 LOOKBACK_S = 600
-_BATCH_BYTES = 2 << 20  # answers decoded together
 IN_FLIGHT = 2  # requests at a time: the server answers one while it works out the next
 # Answers (bytes) a chunk reads before it commits and reads on from there: about 600 k
 # samples (a 2,000-series chunk scraped every 15 s for an hour and a quarter), which a
 # pull turns into rows within ~250 MB (bench/README.md, "Fleet pulls").
 SPAN_BYTES = 16 * MB
-DEFAULT_CHUNK_SERIES = 2_000  # series one chunk of a pull reads (each window, each request)
-MAX_INSTANCES = 100_000  # instances one pull reads, in all its chunks
-# Instances in one chunk: its matcher goes into the URL, which proxies cap at 8-16 KB.
-MAX_CHUNK_INSTANCES = 200
-RECORDED_PREFIX = "specscope:spec_decode"  # what `specscope rules` records (rules.PREFIX)
-_RE2_SPECIAL = regex.compile(r"([\\.+*?()|\[\]{}^$])")
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 
 
@@ -154,12 +147,6 @@ def series_selector(selector: str | None) -> str:
         raise UsageError(f'--selector wants label matchers like {{job="vllm"}}, got {selector!r}')
     matchers = f'__name__=~"{names}"' + (f", {extra.rstrip(',')}" if extra else "")
     return "{" + matchers + "}"
-
-
-@dataclass
-class Window:
-    start: float
-    end: float
 
 
 class Client:
@@ -264,195 +251,6 @@ def _fetch(
         raise
 
 
-_Failure = tuple[Window, str]  # a window and what went wrong with it
-_LEFT_OUT: SeriesKey = ("", "a series past the limits")
-
-
-class _Gathered:
-    """A pull's samples, per series in the order they came. Answers wait undecoded until
-    a few MB of them are there, then are decoded in one call."""
-
-    def __init__(self, url: str, admission: Admission | None = None) -> None:
-        self.url = url
-        self.admission = admission or Admission()
-        self.ids: dict[SeriesKey, int] = {}
-        self.started: list[bool] = []  # per series: a sample of it is kept
-        self.rows: list[np.ndarray] = []
-        self.row_ids: list[np.ndarray] = []
-        self.samples = 0
-        self.long_labels = 0  # series left out for a long label (the most in one answer)
-        # The labels of the series kept, as answers send them, and hashes of those of the
-        # series left out (True: past the limits; False: a label too long): a series named
-        # again in the next window is not decoded again.
-        self.raw_keys: dict[bytes, SeriesKey] = {}
-        self.raw_left: dict[int, bool] = {}
-        self.until: float | None = None  # the end of the last window wholly kept
-        self.waiting: list[tuple[Window, list[tuple[Window, bytearray]]]] = []
-        self.waiting_bytes = 0
-
-    def notes(self) -> list[str]:
-        out = self.admission.notes()
-        if self.long_labels:
-            out.append(
-                f"left out {self.long_labels:,} series (the most in one answer) with a label "
-                f"value over {MAX_LABEL_VALUE:,} characters, or labels over "
-                f"{MAX_LABELS // 1024} KiB in all"
-            )
-        return out
-
-    def take(self, window: Window, answers: list[tuple[Window, bytearray]]) -> _Failure | None:
-        """Queue the answers for ``window`` (one, or one per part of a split window)."""
-        self.waiting.append((window, answers))
-        self.waiting_bytes += sum(len(body) for _, body in answers)
-        return self.settle() if self.waiting_bytes >= _BATCH_BYTES else None
-
-    def settle(self) -> _Failure | None:
-        """Decode and keep what waits, in order, up to the first malformed answer: that
-        answer's window and what is wrong, if there is one."""
-        waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
-        bodies = [body for _, answers in waiting for _, body in answers]
-        decoded = iter(decode_all(bodies, self.key_of))
-        for window, answers in waiting:
-            for part, _ in answers:
-                got = next(decoded)
-                if isinstance(got, ValueError):
-                    return window, f"{self.url} sent a malformed answer"
-                self.samples += self._add(part, got)
-            self.until = window.end
-        return None
-
-    def _add(self, window: Window, answer: Answer) -> int:
-        at = answer.samples[:, 0]
-        keep = (at > window.start) & (at <= window.end)  # a boundary sample: one window
-        ids = np.empty(len(answer.keys), dtype=np.int64)
-        self.long_labels = max(self.long_labels, answer.dropped)
-        first = 0
-        for i, (key, n) in enumerate(zip(answer.keys, answer.counts, strict=True)):
-            sid = self._id(key)
-            ids[i] = max(sid, 0)
-            if sid < 0:  # left out: a long label, or past the limits
-                keep[first : first + n] = False
-                first += n
-                continue
-            if sid == len(self.started):
-                self.started.append(False)
-            if n and not self.started[sid]:
-                keep[first] = True  # a series' first sample, whatever its window
-                self.started[sid] = True
-            first += n
-        self.rows.append(answer.samples[keep])
-        self.row_ids.append(np.repeat(ids, answer.counts)[keep])
-        return int(keep.sum())
-
-    def key_of(self, metric: bytes) -> SeriesKey | None:
-        """The key of a series an answer names (``answers.KeyOf``): None for one with a
-        label too long, ``_LEFT_OUT`` for one past the limits on series and targets."""
-        key = self.raw_keys.get(metric)
-        if key is not None:
-            return key
-        known = self.raw_left.get(hash(metric))
-        if known is not None:
-            return _LEFT_OUT if known else None
-        labels = labels_of(metric)
-        fits = len(metric) <= MAX_LABEL_VALUE or labels_fit(labels)
-        key = series_key(labels) if fits else None
-        if key is not None and (key in self.ids or self._admit(key, labels)):
-            if len(metric) <= 1024:
-                self.raw_keys[metric] = key
-            return key
-        if len(self.raw_left) < MAX_SERIES:
-            self.raw_left[hash(metric)] = fits
-        return _LEFT_OUT if fits else None
-
-    def _admit(self, key: SeriesKey, labels: dict[str, Any]) -> bool:
-        if self.admission.refused(key) or not self.admission.admit(key, labels):
-            return False
-        self.ids[key] = len(self.ids)
-        return True
-
-    def _id(self, key: SeriesKey | None) -> int:
-        """The series' number; -1 for one left out."""
-        if key is None or key is _LEFT_OUT:
-            return -1
-        sid = self.ids.get(key)
-        if sid is None:
-            if not self._admit(key, json.loads(key[1])):
-                return -1
-            sid = self.ids[key]
-        return sid
-
-    def series(self) -> list[Series]:
-        """Every series named in an answer, with its samples (none, for some)."""
-        ids = np.concatenate(self.row_ids) if self.row_ids else np.empty(0, dtype=np.int64)
-        rows = np.concatenate(self.rows) if self.rows else np.empty((0, 2))
-        rows = rows[np.argsort(ids, kind="stable")]
-        ends = np.cumsum(np.bincount(ids, minlength=len(self.ids)))
-        return [
-            Series(name, json.loads(labels), rows[ends[sid - 1] if sid else 0 : ends[sid]])
-            for (name, labels), sid in self.ids.items()
-        ]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """The instances one part of a pull reads together (None: every series of the
-    selector, unchunked) and how many series the series API named for them."""
-
-    instances: tuple[str, ...] | None
-    series: int = 0
-
-    def selector(self, query: str) -> str:
-        if self.instances is None:
-            return query
-        # An absent instance label reads as "": the empty alternative matches it.
-        alternatives = "|".join(_RE2_SPECIAL.sub(r"\\\1", i) for i in self.instances)
-        return f"{query[:-1]}, instance=~{json.dumps(alternatives)}}}"
-
-
-def _instances_of(body: bytes | bytearray) -> dict[str, int]:
-    """Series per instance in a series API answer; a ValueError if it is not one. Each
-    series' labels are cut to its instance as they are parsed: a fleet's list is not held."""
-
-    def hook(pairs: list[tuple[str, Any]]) -> Any:
-        # The answer itself is the object whose "data" is a list: a series' labels are
-        # strings (a label may be called "status" or "data").
-        if any(k == "data" and isinstance(v, list) for k, v in pairs):
-            return dict(pairs)
-        return next((v for k, v in pairs if k == "instance"), "")
-
-    try:
-        answer = json.loads(body, object_pairs_hook=hook)
-    except ValueError as exc:
-        raise ValueError("not JSON") from exc
-    if not isinstance(answer, dict) or answer.get("status") != "success":
-        raise ValueError("no list of series")
-    data = answer["data"]
-    counts: dict[str, int] = {}
-    for instance in data:
-        if not isinstance(instance, str):
-            raise ValueError("a series that is not an object of labels")
-        counts[instance] = counts.get(instance, 0) + 1
-    return counts
-
-
-def _chunks(counts: Mapping[str, int], chunk_series: int) -> list[Chunk]:
-    """Instances packed in order into chunks of at most ``chunk_series`` series (an
-    instance with more is a chunk of its own) and ``MAX_CHUNK_INSTANCES`` instances."""
-    out: list[Chunk] = []
-    names: list[str] = []
-    series = 0
-    for instance in sorted(counts):
-        n = counts[instance]
-        if names and (series + n > chunk_series or len(names) >= MAX_CHUNK_INSTANCES):
-            out.append(Chunk(tuple(names), series))
-            names, series = [], 0
-        names.append(instance)
-        series += n
-    if names:
-        out.append(Chunk(tuple(names), series))
-    return out
-
-
 def _plan(
     client: Client, query: str, start: float, end: float, chunk_series: int | None
 ) -> tuple[list[Chunk], list[str]]:
@@ -474,8 +272,8 @@ def _plan(
         auth=client.http.auth,
     )
     try:
-        counts = _instances_of(client.series_body(query, start, end, http))
-        recorded = _recorded_note(client, http)
+        counts = instances_of(client.series_body(query, start, end, http))
+        recorded = recorded_note(client.endpoint.url, http)
     except (PrometheusError, ValueError) as exc:
         why = exc.message if isinstance(exc, PrometheusError) else f"{exc}"
         return [Chunk(None)], [f"the series API gave no list of series ({why}): read unchunked"]
@@ -493,37 +291,7 @@ def _plan(
             f"{MAX_INSTANCES:,} (by name), left out the rest"
         )
         counts = {i: counts[i] for i in kept}
-    return _chunks(counts, chunk_series), notes
-
-
-def _recorded_note(client: Client, http: Http) -> str | None:
-    """Why the series ``specscope rules`` records, when the server evaluates them, are not
-    pulled in place of the raw counters; None when it records none (or cannot say)."""
-    try:
-        body = http.get(f"{client.endpoint.url}/api/v1/rules", {"type": "record"})
-        groups = json.loads(body)["data"]["groups"]
-        names = sorted(
-            {
-                str(rule["name"])
-                for group in groups
-                for rule in group["rules"]
-                if str(rule.get("name", "")).startswith(RECORDED_PREFIX + ":")
-            }
-        )
-    except (PrometheusError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # a server without the rules API (Thanos Query without a ruler, say)
-    if not names:
-        return None
-    # The rules are rate()s: extrapolated per-second averages over their window, whose
-    # sums are not the counts. A rule copying the counters is sampled at its evaluations
-    # and loses what was counted between the last one and a restart. Neither is exact.
-    return (
-        f"the server records specscope's rules ({len(names)} series, such as {names[0]}); "
-        "pulled the raw counters instead: a recorded rate() is a per-second average over "
-        "its window, extrapolated at the window's edges, not the counts of each interval, "
-        "and a recorded copy of a counter would lose the counts between the rule's last "
-        "evaluation and a server restart"
-    )
+    return pack(counts, chunk_series), notes
 
 
 def _windows(start: float, stop: float, width: int) -> list[Window]:
@@ -605,7 +373,7 @@ def pull(
     report.notes.extend(notes)
     # Each chunk from its own targets' watermarks: a pull that stopped half way is not
     # read again for the chunks it finished.
-    begins = _instance_starts(marks, chunks, t_start.timestamp())
+    begins = instance_starts(marks, chunks, t_start.timestamp())
     fallback = t_start if start is not None or not marks else None
     starts = [
         fallback
@@ -618,11 +386,11 @@ def pull(
     report.requests = client.requests
     # The instances of chunks not read yet that no watermark names (new servers) are held
     # at where their chunk begins, so that a pull stopped before them is resumed there.
-    unread = _Unread(
+    unread = Unread(
         {
             i: (fallback.timestamp() if fallback else begins[i])
             for i in begins
-            if i not in _named(marks)
+            if i not in named(marks)
         },
         first,
     )
@@ -661,78 +429,6 @@ def pull(
     return report
 
 
-_UNREAD = "unread"  # a watermark's key for an instance none of whose chunks was read
-
-
-@dataclass
-class _Unread:
-    """Instances no watermark names, by where their reading begins (unix seconds), and
-    the chunks around the one being committed (``_Unread.marks``)."""
-
-    begins: dict[str, float]
-    asked_from: float  # the series API's start: an instance it did not list has no series
-    own: list[str] = field(default_factory=list)
-    later: list[str] = field(default_factory=list)
-    listed: set[str] = field(default_factory=set)
-
-    def marks(
-        self, stored: Mapping[str, float], failed: bool, resume_at: float | None = None
-    ) -> dict[str, float]:
-        """The watermarks to commit with a chunk's part: ``stored`` with the holds of this
-        chunk's instances let go when it is done (kept when it failed, moved to
-        ``resume_at`` when a part of its time is still to read) and those of the later
-        chunks set."""
-        if resume_at is not None and not failed:
-            self.begins.update({i: resume_at for i in self.own if i in self.begins})
-        hold = [*self.later, *(self.own if failed or resume_at is not None else ())]
-        out: dict[str, float] = {}
-        for key, mark in stored.items():
-            instance = _unread_instance(key)
-            if instance is None or failed:
-                out[key] = mark
-            elif instance not in self.listed and mark < self.asked_from:
-                out[key] = mark  # outside what the series API was asked: still unknown
-        out.update({_unread_key(i): self.begins[i] for i in hold if i in self.begins})
-        return out
-
-
-def _unread_key(instance: str) -> str:
-    return json.dumps({_UNREAD: instance})
-
-
-def _unread_instance(key: str) -> str | None:
-    """The instance a hold names; None for a target's watermark."""
-    if not key.startswith("{"):
-        return None
-    value = json.loads(key)
-    return str(value.get(_UNREAD, "")) if isinstance(value, dict) else None
-
-
-def _instance_of_key(key: str) -> str:
-    held = _unread_instance(key)
-    if held is not None:
-        return held
-    target = json.loads(key)
-    return target[0] if isinstance(target, list) and target and target[0] else ""
-
-
-def _named(marks: Mapping[str, float]) -> set[str]:
-    """The instances a target's watermark names (holds aside)."""
-    return {_instance_of_key(k) for k in marks if _unread_instance(k) is None}
-
-
-def _instance_starts(
-    marks: Mapping[str, float], chunks: list[Chunk], default: float
-) -> dict[str, float]:
-    """Where each instance's read begins: its oldest watermark (or hold); for one with
-    none (a server new since the last pull), the oldest of all watermarks."""
-    oldest: dict[str, float] = {}
-    for key, mark in marks.items():
-        instance = _instance_of_key(key)
-        oldest[instance] = min(mark, oldest.get(instance, mark))
-    return {i: oldest.get(i, default) for c in chunks for i in c.instances or ()}
-
-
 def _watermark(marks: Mapping[str, float]) -> datetime | None:
     return datetime.fromtimestamp(min(marks.values()), UTC) if marks else None
 
@@ -746,7 +442,7 @@ def _pull_chunk(
     max_series: int,
     max_targets: int,
     first: bool,
-    unread: _Unread,
+    unread: Unread,
 ) -> None:
     """Read one chunk's windows and commit what they gave (``report`` is the chunk's),
     a part of its time at a time: each part stops after ``SPAN_BYTES`` of answers, so a
@@ -773,11 +469,11 @@ def _pull_span(
     max_series: int,
     max_targets: int,
     first: bool,
-    unread: _Unread,
+    unread: Unread,
 ) -> float | None:
     """Read a chunk's windows from ``report.start`` until ``SPAN_BYTES`` of answers came,
     and commit them; where the next part begins (None: the chunk is done)."""
-    gathered = _Gathered(report.url, Admission(max_series, max_targets))
+    gathered = Gathered(report.url, Admission(max_series, max_targets))
     windows = _windows(report.start.timestamp() - LOOKBACK_S, report.end.timestamp(), window_s)
     failed, stopped = _read_windows(
         client, query, windows, gathered, SPAN_BYTES, report.start.timestamp()
@@ -838,15 +534,15 @@ def _read_windows(
     client: Client,
     query: str,
     windows: list[Window],
-    gathered: _Gathered,
+    gathered: Gathered,
     enough: int | None = None,
     counted_from: float = 0.0,
-) -> tuple[_Failure | None, int]:
+) -> tuple[Failure | None, int]:
     """Read the windows in order, two requests in flight, up to the first that fails or
     until ``enough`` bytes of answers came for windows past ``counted_from`` (a part's
     look back before its start is not counted, so each part reads on); the failure, and
     how many windows were read."""
-    failed: _Failure | None = None
+    failed: Failure | None = None
     done = 0
     got = 0
 
