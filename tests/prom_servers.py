@@ -14,8 +14,10 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -481,3 +483,35 @@ def _repeat(unit: bytes, size: int) -> Iterator[bytes]:
     part = unit * max(1, (1 << 20) // len(unit))
     for _ in range(max(1, size // len(part))):
         yield part
+
+
+class Exposition(Protocol):
+    """What ``serving`` serves: a /metrics body made anew for each request."""
+
+    def body(self) -> bytes: ...
+
+
+@contextmanager
+def serving(exporter: Exposition) -> Iterator[str]:
+    """``exporter``'s bodies on 127.0.0.1 for the block; its ``host:port``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = exporter.body()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -20,7 +18,7 @@ from specscope.prometheus.names import SERIES_NAMES
 from specscope.prometheus.scrape import scrape
 from specscope.store.reading import Store
 
-from .prom_servers import Prometheus
+from .prom_servers import Prometheus, serving
 
 RESET = 3  # after this many answers the server "restarts" and counts from one step again
 LABELS = 'model_name="nemotron-nano-3",engine_type="trtllm"'
@@ -103,30 +101,6 @@ def sglang_lines(life: int, steps: int) -> list[str]:
         "# TYPE sglang:spec_accept_length gauge",
         f'sglang:spec_accept_length{{{model},tp_rank="0"}} 3.41',
     ]
-
-
-@contextmanager
-def serving(exporter: Exporter) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = exporter.body()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def trtllm_exact(row: dict[str, object]) -> None:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import polars as pl
@@ -17,7 +14,7 @@ import pytest
 from specscope.prometheus.scrape import scrape
 from specscope.store.reading import Store
 
-from .prom_servers import Prometheus
+from .prom_servers import Prometheus, serving
 
 # Every answer adds one step of this much; after RESET answers the server "restarts" and
 # counts again from one step, so each interval, and the one across the reset, is one step.
@@ -47,30 +44,6 @@ class LlamaCppExporter:
         lines += [f"# HELP {family} Accepted tokens per draft position", f"# TYPE {family} counter"]
         lines += [f'{family}{{position="{i}"}} {n * steps}' for i, n in enumerate(PER_POS)]
         return ("\n".join(lines) + "\n").encode()
-
-
-@contextmanager
-def serving(exporter: LlamaCppExporter) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = exporter.body()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _exact(spec: pl.DataFrame) -> None:
