@@ -406,10 +406,14 @@ def confidence(
     assumptions: Iterable[str] = (),
 ) -> Confidence:
     """A finding's confidence, its test told at the level that decided it."""
-    cfg = ev.config["evidence"]
-    z = cfg["z_certain"] if level == "certain" else cfg["z_claim"]
-    said = test if isinstance(test, str) else test(z)
+    said = test if isinstance(test, str) else test(decided_z(ev, level))
     return Confidence(level, said, dict(sample), list(assumptions))
+
+
+def decided_z(ev: Evidence, level: str) -> float:
+    """The z of the bound that decided a claim made at ``level``."""
+    cfg = ev.config["evidence"]
+    return float(cfg["z_certain"] if level == "certain" else cfg["z_claim"])
 
 
 def drafts_of(agg: Mapping[str, Any]) -> int:

@@ -17,6 +17,7 @@ from specscope.analysis.evidence import (
     BoundTest,
     Evidence,
     confidence,
+    decided_z,
     finding_for,
     method_of,
     nothing_accepted,
@@ -220,7 +221,11 @@ def k_too_large(ev: Evidence) -> list[Finding]:
         level = strength(ev, test.holds)
         if level is None:
             continue
-        suggested = suggest(ev.config["evidence"]["z"])
+        # The k suggested is the one the claim was decided at: a wider display bound can
+        # keep a tail the deciding bound dropped, and then suggest the k already in use.
+        suggested = suggest(decided_z(ev, level))
+        if suggested >= k:
+            continue
         saving = (k - suggested) / k
         curve = k_curve(a, c, block)
         estimate = (
