@@ -3,6 +3,8 @@ need them, and the helpers every detector shares to build a finding."""
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -382,7 +384,14 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
     ]
     if not k:
         k = cfg["assumed_k"]
-        said.append(f"{K_ASSUMED}: {k} assumed")
+        least = math.ceil(tau - 1 - 1e-9)
+        if least > k:
+            # A mean length over k + 1 refutes the k assumed: no fewer tokens were drafted
+            # than were accepted, so the least k the mean allows is assumed instead.
+            k = least
+            said.append(f"{K_ASSUMED}: {k} assumed, the least a mean length of {tau:.2f} allows")
+        else:
+            said.append(f"{K_ASSUMED}: {k} assumed")
     return Trials(float(steps), float(k), max(0.0, tau - 1) * steps, tuple(said))
 
 
