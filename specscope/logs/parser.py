@@ -23,7 +23,6 @@ from specscope.logs.fields import (
     Reading,
     labels_of,
     read_block,
-    read_fields,
     read_json,
     unreadable,
 )
@@ -395,7 +394,7 @@ class LineParser:
         groups = {k: v for k, v in pending.match.groupdict().items() if v is not None}
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
-            reading = read_fields(defn, pending.body)
+            reading = pending.reading(defn)
             reason = self._accept(defn, origin, reading, typed_groups(defn, groups, reading.extra))
             if reason is None:
                 return

@@ -11,6 +11,7 @@ import regex
 
 from specscope.logs.definitions import Definition
 from specscope.logs.fields import (
+    Reading,
     is_list_continuation,
     read_block,
     read_fields,
@@ -57,20 +58,51 @@ class Pending:
         self.line = line
         self.end_line = line
         self.in_prose = False  # the record starts after other text on its line
+        # Readings by body: each line offered reads the record held as it is (its quality
+        # before, its labels) and as it would be, and the text taken is the next line's
+        # "as it is". A wrapped record cost the line parser about 550 µs a line reading the
+        # same text two or three times (bench/README.md, issue 17).
+        self._readings: dict[str, Reading] = {}
 
     @property
     def body(self) -> str:
         return self.text[self.match.end() - self.match.start() :]
 
+    def _read(self, body: str) -> Reading:
+        """``read_fields`` of the first definition, kept for the texts of this line and the
+        next (a Reading is not changed by its readers here)."""
+        reading = self._readings.get(body)
+        if reading is None:
+            reading = read_fields(self.anchor.definitions[0], body)
+            self._readings[body] = reading
+        return reading
+
+    def reading(self, defn: Definition) -> Reading:
+        """The record's fields as ``defn`` reads them (the first definition's, as ``take``
+        last read them, is not read again)."""
+        if defn is self.anchor.definitions[0]:
+            return self._read(self.body)
+        return read_fields(defn, self.body)
+
+    def _forget_but(self, text: str) -> None:
+        """Keep the readings of ``text`` only (what the next line is compared with): a
+        record held over 32 lines near the line limit would otherwise keep every prefix."""
+        body = text[self.match.end() - self.match.start() :]
+        keep = (body, self._measured(body))
+        self._readings = {b: r for b, r in self._readings.items() if b in keep}
+
+    @staticmethod
+    def _measured(body: str) -> str:
+        """The body that a quality is read from: without a last label cut short."""
+        head, sep, last = body.rpartition(",")
+        if sep and ":" not in last and not is_list_continuation(last):
+            return head
+        return body
+
     def _quality(self, text: str) -> tuple[int, int, int, int, int, int]:
         """(-problems, fields, fields not cut short, fields shown whole, values and list
         items), leaving out a last label cut short."""
-        d = self.anchor.definitions[0]
-        body = text[self.match.end() - self.match.start() :]
-        head, sep, last = body.rpartition(",")
-        if sep and ":" not in last and not is_list_continuation(last):
-            body = head
-        reading = read_fields(d, body)
+        reading = self._read(self._measured(text[self.match.end() - self.match.start() :]))
         return (
             -len(reading.problems),
             len(reading.values) + (reading.dropped is not None),
@@ -104,21 +136,24 @@ class Pending:
         if stripped == ",":  # the separator before a field that comes next
             self.text = self.text.rstrip() + ", "
             self.end_line = line
+            self._forget_but(self.text)
             return True
         base = self.text.rstrip()
         candidates = [base + stripped]
         head = _LABEL_HEAD.match(stripped)
         spec = d.field_for(head.group(1)) if head else None
-        if spec is not None and spec.column in read_fields(d, self.body).values:
+        if spec is not None and spec.column in self._read(self.body).values:
             return False  # a label the record already has opens the next record
         if spec is not None and not base.endswith(","):
             candidates.append(base + ", " + stripped)  # a fragment's next line: a new field
         after, joined = max((self._quality(c), c) for c in candidates)
         before = self._quality(self.text)
         if after[0] < before[0] or after[1:] <= before[1:]:
+            self._forget_but(self.text)
             return False
         self.text = joined
         self.end_line = line
+        self._forget_but(joined)
         return True
 
 
