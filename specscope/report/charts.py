@@ -1,6 +1,9 @@
-"""The report's charts, as Altair specs built from store frames. Titles and labels that
-come from logs are passed through the report's redactor; Vega renders text as text, never
-as markup."""
+"""The report's charts, as Vega-Lite specs (plain dicts) built from store frames. Titles
+and labels that come from logs are passed through the report's redactor; Vega renders text
+as text, never as markup.
+
+Plain dicts, not Altair: importing Altair and validating its objects cost a report about
+as much CPU as drawing the charts (tests validate the specs against Vega-Lite's schema)."""
 
 from __future__ import annotations
 
@@ -9,24 +12,57 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-import altair as alt
 import polars as pl
 
 from specscope.stats import wilson
 
 Redact = Callable[[str | None], str | None]
+Spec = dict[str, Any]
 WIDTH = 560
 HEIGHT = 260
 MAX_POINTS = 2000  # per chart; more only makes the report heavier, not clearer
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
+# A run's or a setup's label on an axis or in a legend, in characters: Vega's own limit
+# (in pixels) measures each label again and again to cut it, which made a chart of thirty
+# labels cost vl-convert half a second; cut by characters, each label is measured once.
+LABEL_CHARS = 60
+_LABELS = {"labelLimit": 0, "labelExpr": f"truncate(datum.label, {LABEL_CHARS})"}
 
 
-def _frame(rows: list[dict[str, object]]) -> alt.Data:
-    return alt.Data(values=rows)
+def _config() -> Spec:
+    """Altair's default view (the specs draw as they did when Altair built them), and no
+    limit in pixels on labels (numbers, or cut by ``LABEL_CHARS``)."""
+    return {
+        "view": {"continuousWidth": 300, "continuousHeight": 300},
+        "axis": {"labelLimit": 0},
+        "legend": {"labelLimit": 0},
+    }
 
 
-def per_position(
-    per_run: list[dict[str, Any]], redact: Redact, *, z: float
-) -> alt.LayerChart | None:
+def _field(name: str, kind: str, **more: Any) -> Spec:
+    """An encoding channel: ``kind`` is Vega-Lite's type (quantitative, ordinal, ...)."""
+    return {"field": name, "type": kind, **more}
+
+
+def _run_color(title: str | None = None) -> Spec:
+    return _field("run", "nominal", legend=dict(_LABELS), **({"title": title} if title else {}))
+
+
+def _chart(rows: list[dict[str, Any]], title: str, body: Spec, **more: Any) -> Spec:
+    """A whole spec: the data inline, ``body`` (a mark and its encoding, or layers)."""
+    return {
+        "$schema": SCHEMA,
+        "config": _config(),
+        "data": {"values": rows},
+        **body,
+        "title": title,
+        "width": WIDTH,
+        "height": HEIGHT,
+        **more,
+    }
+
+
+def per_position(per_run: list[dict[str, Any]], redact: Redact, *, z: float) -> Spec | None:
     """Per-position acceptance a_i per run, with Wilson bands (drafts as trials)."""
     rows = []
     for run in per_run:
@@ -47,16 +83,35 @@ def per_position(
             )
     if not rows:
         return None
-    base = alt.Chart(_frame(rows)).encode(
-        x=alt.X("position:O", title="draft position"),
-        color=alt.Color("run:N", title="run"),
-    )
-    band = base.mark_area(opacity=0.2).encode(y="low:Q", y2="high:Q")
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("acceptance:Q", title="accepted (share of drafts)", scale=alt.Scale(domain=[0, 1])),
-        tooltip=["run:N", "position:O", alt.Tooltip("acceptance:Q", format=".3f")],
-    )
-    return (band + line).properties(title="Per-position acceptance", width=WIDTH, height=HEIGHT)
+    x = _field("position", "ordinal", title="draft position")
+    band = {
+        "mark": {"type": "area", "opacity": 0.2},
+        "encoding": {
+            "color": _run_color("run"),
+            "x": x,
+            "y": _field("low", "quantitative"),
+            "y2": {"field": "high"},
+        },
+    }
+    line = {
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "color": _run_color("run"),
+            "tooltip": [
+                _field("run", "nominal"),
+                _field("position", "ordinal"),
+                _field("acceptance", "quantitative", format=".3f"),
+            ],
+            "x": x,
+            "y": _field(
+                "acceptance",
+                "quantitative",
+                scale={"domain": [0, 1]},
+                title="accepted (share of drafts)",
+            ),
+        },
+    }
+    return _chart(rows, "Per-position acceptance", {"layer": [band, line]})
 
 
 # The spec-decode columns the charts read (filters over millions of rows copy only these).
@@ -73,7 +128,7 @@ READS = (
 
 def over_time(
     spec: pl.DataFrame, redact: Redact, labels: Mapping[str, str] | None = None
-) -> alt.LayerChart | None:
+) -> Spec | None:
     """Each interval's acceptance rate, with the running requests of its engine stats. Runs
     far apart in time (launches pasted from different days) are drawn each from its own
     start, so that the data fills the chart instead of two slivers of a long axis."""
@@ -111,30 +166,33 @@ def over_time(
         pl.col("run_id").cast(pl.String).alias("run"),
     )
     named = labels or {}
-    data = _frame([{**r, "run": redact(named.get(r["run"], r["run"]))} for r in rows.to_dicts()])
+    data = [{**r, "run": redact(named.get(r["run"], r["run"]))} for r in rows.to_dicts()]
     x = (
-        alt.X("minutes:Q", title="minutes since the run's start")
+        _field("minutes", "quantitative", title="minutes since the run's start")
         if apart
-        else alt.X("time:T", title="time")
+        else _field("time", "temporal", title="time")
     )
-    base = alt.Chart(data).encode(x=x)
-    rate = base.mark_line(point=True).encode(
-        y=alt.Y("acceptance:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("run:N"),
-    )
-    running = base.mark_bar(opacity=0.25, color="gray").encode(
-        y=alt.Y("running_reqs:Q", title="requests running"),
-    )
+    running = {
+        "mark": {"type": "bar", "color": "gray", "opacity": 0.25},
+        "encoding": {"x": x, "y": _field("running_reqs", "quantitative", title="requests running")},
+    }
+    rate = {
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "color": _run_color(),
+            "x": x,
+            "y": _field(
+                "acceptance", "quantitative", scale={"domain": [0, 1]}, title="acceptance rate"
+            ),
+        },
+    }
     note = " Runs far apart in time are each drawn from their own start." if apart else ""
-    return (
-        alt.layer(running, rate)
-        .resolve_scale(y="independent")
-        .properties(
-            title="Acceptance over time, with requests running",
-            width=WIDTH,
-            height=HEIGHT,
-            usermeta={"note": note},
-        )
+    return _chart(
+        data,
+        "Acceptance over time, with requests running",
+        {"layer": [running, rate]},
+        resolve={"scale": {"y": "independent"}},
+        usermeta={"note": note},
     )
 
 
@@ -163,27 +221,38 @@ def _weighted(spec: pl.DataFrame, by: str, z: float) -> list[dict[str, object]]:
     return out
 
 
-def against_running(spec: pl.DataFrame, *, z: float) -> alt.LayerChart | None:
+def against_running(spec: pl.DataFrame, *, z: float) -> Spec | None:
     rows = _weighted(spec, "running_reqs", z)
     if len(rows) < 2:
         return None
-    base = alt.Chart(_frame(rows)).encode(x=alt.X("running_reqs:O", title="requests running"))
-    return (
-        base.mark_rule().encode(y="low:Q", y2="high:Q")
-        + base.mark_point(filled=True, size=80).encode(
-            y=alt.Y(
-                "acceptance:Q",
+    x = _field("running_reqs", "ordinal", title="requests running")
+    interval = {
+        "mark": {"type": "rule"},
+        "encoding": {"x": x, "y": _field("low", "quantitative"), "y2": {"field": "high"}},
+    }
+    point = {
+        "mark": {"type": "point", "filled": True, "size": 80},
+        "encoding": {
+            "tooltip": [
+                _field("running_reqs", "ordinal"),
+                _field("acceptance", "quantitative", format=".3f"),
+                _field("drafts", "quantitative"),
+            ],
+            "x": x,
+            "y": _field(
+                "acceptance",
+                "quantitative",
+                scale={"domain": [0, 1]},
                 title="acceptance rate (summed counts)",
-                scale=alt.Scale(domain=[0, 1]),
             ),
-            tooltip=["running_reqs:O", alt.Tooltip("acceptance:Q", format=".3f"), "drafts:Q"],
-        )
-    ).properties(title="Acceptance against requests running", width=WIDTH, height=HEIGHT)
+        },
+    }
+    return _chart(rows, "Acceptance against requests running", {"layer": [interval, point]})
 
 
 def against_prefix_cache(
     spec: pl.DataFrame, redact: Redact, labels: Mapping[str, str] | None = None
-) -> alt.Chart | None:
+) -> Spec | None:
     """Acceptance (summed counts) per run and prefix-cache hit rate, in bins of one
     percentage point (coarser when runs would give more than MAX_POINTS points)."""
     rows = spec.lazy().filter(
@@ -217,39 +286,38 @@ def against_prefix_cache(
         .collect()
     )
     named = labels or {}
-    data = _frame(
-        [{**r, "run": redact(named.get(str(r["run"]), str(r["run"])))} for r in binned.to_dicts()]
-    )
-    return (
-        alt.Chart(data)
-        .mark_circle(opacity=0.6)
-        .encode(
-            x=alt.X(
-                "prefix_cache_hit_rate:Q",
-                title="prefix cache hit rate",
-                scale=alt.Scale(domain=[0, 1]),
-            ),
-            y=alt.Y(
-                "acceptance:Q",
-                title="acceptance rate (summed counts)",
-                scale=alt.Scale(domain=[0, 1]),
-            ),
-            size=alt.Size("drafts:Q", title="drafts"),
-            color="run:N",
-            tooltip=[
-                "run:N",
-                alt.Tooltip("prefix_cache_hit_rate:Q", format=".2f"),
-                alt.Tooltip("acceptance:Q", format=".3f"),
-                "drafts:Q",
+    data = [
+        {**r, "run": redact(named.get(str(r["run"]), str(r["run"])))} for r in binned.to_dicts()
+    ]
+    body = {
+        "mark": {"type": "circle", "opacity": 0.6},
+        "encoding": {
+            "color": _run_color(),
+            "size": _field("drafts", "quantitative", title="drafts"),
+            "tooltip": [
+                _field("run", "nominal"),
+                _field("prefix_cache_hit_rate", "quantitative", format=".2f"),
+                _field("acceptance", "quantitative", format=".3f"),
+                _field("drafts", "quantitative"),
             ],
-        )
-        .properties(title="Acceptance against prefix cache hit rate", width=WIDTH, height=HEIGHT)
-    )
+            "x": _field(
+                "prefix_cache_hit_rate",
+                "quantitative",
+                scale={"domain": [0, 1]},
+                title="prefix cache hit rate",
+            ),
+            "y": _field(
+                "acceptance",
+                "quantitative",
+                scale={"domain": [0, 1]},
+                title="acceptance rate (summed counts)",
+            ),
+        },
+    }
+    return _chart(data, "Acceptance against prefix cache hit rate", body)
 
 
-def across_runs(
-    per_run: list[dict[str, Any]], redact: Redact, *, z: float
-) -> alt.LayerChart | None:
+def across_runs(per_run: list[dict[str, Any]], redact: Redact, *, z: float) -> Spec | None:
     rows = []
     for run in per_run:
         drafts, tokens, accepted = (
@@ -271,17 +339,26 @@ def across_runs(
         )
     if len(rows) < 2:
         return None
-    base = alt.Chart(_frame(rows)).encode(y=alt.Y("run:N", title=None, sort=None))
-    return (
-        base.mark_bar().encode(
-            x=alt.X(
-                "acceptance:Q",
+    y = _field("run", "nominal", sort=None, title=None, axis=dict(_LABELS))
+    bar = {
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": _field(
+                "acceptance",
+                "quantitative",
+                scale={"domain": [0, 1]},
                 title="acceptance rate (summed counts)",
-                scale=alt.Scale(domain=[0, 1]),
-            )
-        )
-        + base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
-    ).properties(title="Acceptance across runs", width=WIDTH, height=max(120, 26 * len(rows)))
+            ),
+            "y": y,
+        },
+    }
+    interval = {
+        "mark": {"type": "rule", "color": "black"},
+        "encoding": {"x": _field("low", "quantitative"), "x2": {"field": "high"}, "y": y},
+    }
+    return _chart(
+        rows, "Acceptance across runs", {"layer": [bar, interval]}, height=max(120, 26 * len(rows))
+    )
 
 
 __all__ = ["across_runs", "against_prefix_cache", "against_running", "over_time", "per_position"]
