@@ -1,0 +1,82 @@
+"""What a finding suggests follows from the bound that decided it (issue 16).
+
+A claim is made at a one-sided bound (``z_claim`` or ``z_certain``); what the finding then
+tells the reader to do, and the numbers it shows for it, must be read at that same bound.
+Read at the wider two-sided display bound, a dead tail the claim dropped can come back and
+the advice contradicts the claim (world case 120: 0 of 65 drafts at positions 6-15 of a
+k = 15 DFlash block said "use num_speculative_tokens=15").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import specscope
+from specscope.analysis.detectors import detect
+
+from .loglines import spec, stats
+
+
+def _detect(tmp_path, lines: list[str]) -> list[specscope.Finding]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = tmp_path / "store"
+    specscope.ingest([log], store=store, year=2026).raise_for_errors()
+    return detect(specscope.open_store(store))
+
+
+@pytest.mark.parametrize("drafts", [40, 52, 58, 65, 72, 90, 164, 400])
+def test_k_too_large_suggests_a_smaller_k_than_the_run_used(tmp_path, drafts):
+    """Positions 6-15 of a k = 15 block never accepted, at sample sizes either side of
+    where 0 of n drafts crosses the 5% floor at one bound and not at the other: whenever
+    the finding is made, it names a k under 15, a tail of zeros, and a saving above zero."""
+    head = [round(drafts * r) for r in (0.6, 0.385, 0.215, 0.108, 0.062)]
+    found = _detect(tmp_path, [stats(1), spec(1, drafts, head + [0] * 10)])
+    for f in (f for f in found if f.kind == "k_too_large"):
+        assert f.expected["k"] < f.measured["k"] == 15, f.explanation
+        assert f.measured["tail"] and all(x == 0.0 for x in f.measured["tail"])
+        assert f.expected["draft_work_saved"] > 0
+        assert f"Positions {f.expected['k'] + 1}-15 accept" in f.explanation
+        assert f"num_speculative_tokens={f.expected['k']}:" in f.next_step
+
+
+def test_k_too_large_on_world_case_120(tmp_path):
+    """The real line: the claim is made (likely: 0 of 65 at a one-sided 95% bound is under
+    5%) and its advice drops positions 6-15."""
+    line = (
+        "(APIServer pid=1) INFO 05-01 14:24:50 [metrics.py:101] SpecDecoding metrics: Mean "
+        "acceptance length: 2.37, Accepted throughput: 8.90 tokens/s, Drafted throughput: "
+        "97.50 tokens/s, Accepted: 89 tokens, Drafted: 975 tokens, Per-position acceptance "
+        "rate: 0.600, 0.385, 0.215, 0.108, 0.062, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, "
+        "0.000, 0.000, 0.000, 0.000, Avg Draft acceptance rate: 9.1%"
+    )
+    (tail,) = [f for f in _detect(tmp_path, [line]) if f.kind == "k_too_large"]
+    assert tail.expected["k"] == 5
+    assert tail.confidence is not None and tail.confidence.level == "likely"
+    assert "low_acceptance" not in {f.kind for f in _detect(tmp_path / "again", [line])}
+
+
+def _sglang(accept_len: float) -> str:
+    return (
+        "[2026-07-04 05:01:33 TP0] Decode batch, #running-req: 4, #token: 3505, token usage: "
+        f"0.04, accept len: {accept_len:.2f}, accept rate: 0.80, cuda graph: True, gen "
+        "throughput (token/s): 155.34, #queue-req: 0"
+    )
+
+
+@pytest.mark.parametrize(("accept_len", "least_k"), [(2.5, None), (4.0, None), (5.86, 5)])
+def test_a_mean_length_over_the_assumed_k_raises_it(tmp_path, accept_len, least_k):
+    """A lone printed mean length says neither k nor counts: k = 3 is assumed, unless the
+    mean itself shows more tokens were accepted a step than 3 (5.86 needs k >= 5). The rate
+    shown is then a share (never 162%), and the assumption says why it is what it is."""
+    found = _detect(tmp_path / "a", [_sglang(accept_len)])
+    assert found
+    for f in found:
+        rate = f.measured.get("acceptance_rate")
+        assert rate is None or 0.0 <= rate <= 1.0, (f.kind, rate)
+        said = " ".join(f.confidence.assumptions) if f.confidence else ""
+        if least_k is None:
+            assert "the least a mean length" not in said
+        elif "k not stated" in said:
+            assert f"k not stated: {least_k} assumed, the least a mean length" in said
