@@ -80,3 +80,50 @@ def test_a_mean_length_over_the_assumed_k_raises_it(tmp_path, accept_len, least_
             assert "the least a mean length" not in said
         elif "k not stated" in said:
             assert f"k not stated: {least_k} assumed, the least a mean length" in said
+
+
+# -- data parallel: each engine is a series of its own ----------------------------------------
+
+
+def _dp(engine_counts: list[list[list[int]]], drafts: int = 200) -> list[str]:
+    """A DP log: every interval, each engine's stats line then its SpecDecoding line
+    (as vLLM's one API server prints them); ``engine_counts[e][i]`` is engine e's
+    per-position accepted counts in interval i."""
+    lines = []
+    for i in range(len(engine_counts[0])):
+        for e, counts in enumerate(engine_counts):
+            lines += [stats(i + 1, running=2, engine=e), spec(i + 1, drafts, counts[i])]
+    return lines
+
+
+def _screened_and_not(tmp_path, lines: list[str]) -> tuple[list, list]:
+    from specscope.analysis.detectors import findings_of
+    from specscope.analysis.evidence import gather
+
+    _detect(tmp_path, lines)
+    ev = gather(specscope.open_store(tmp_path / "store"))
+    return findings_of(ev), findings_of(ev, screened=False)
+
+
+def test_engines_at_two_steady_levels_are_no_drift(tmp_path):
+    """Engine 0 at 62% and engine 1 at 2%, each steady: their lines taken together in time
+    order read as a level before the first interval and another after (the finding this
+    replaced said '61.7% before 17:00:10, 28.5% after')."""
+    lines = _dp([[[160, 120, 90]] * 5, [[10, 2, 0]] * 5])
+    found, everything = _screened_and_not(tmp_path, lines)
+    assert "acceptance_drift" not in {f.kind for f in everything}
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in everything]
+
+
+def test_one_engine_that_drifts_is_named(tmp_path):
+    """Engine 1 falls from 60% to 10% halfway; engine 0 stays: the drift is engine 1's,
+    with its own levels, and the screen keeps it."""
+    steady = [[150, 120, 90]] * 8
+    falls = [[150, 120, 90]] * 4 + [[40, 15, 5]] * 4
+    found, everything = _screened_and_not(tmp_path, _dp([steady, falls]))
+    (drift,) = [f for f in everything if f.kind == "acceptance_drift"]
+    assert drift.measured["engine"] == 1
+    assert drift.measured["rate_before"] == pytest.approx(0.6)
+    assert drift.measured["rate_after"] == pytest.approx(0.1)
+    assert "of engine 1" in drift.explanation
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in everything]

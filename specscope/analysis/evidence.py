@@ -4,7 +4,6 @@ need them, and the helpers every detector shares to build a finding."""
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta

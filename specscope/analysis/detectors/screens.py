@@ -54,6 +54,7 @@ def drift(ev: Evidence) -> set[str] | None:
         pl.col("run_id").cast(pl.String),
         "ts",
         "line",
+        pl.col("engine") if "engine" in ev.spec.columns else pl.lit(None).alias("engine"),
         *(pl.col(c).fill_null(0) for c in ("drafts", "draft_tokens", "accepted_tokens")),
     )
     if rows.is_empty():
@@ -72,6 +73,7 @@ def drift(ev: Evidence) -> set[str] | None:
             for c in ("ts", "line")
         ),
         *(pl.col(c).null_count().alias(f"{c}_nulls") for c in ("ts", "line")),
+        (pl.col("engine").drop_nulls().n_unique() > 1).alias("engines"),
     )
     if order["run_id"].n_unique() != order.height:  # a run's rows apart: let all through
         return None
@@ -79,14 +81,14 @@ def drift(ev: Evidence) -> set[str] | None:
     counts = [rows[c].to_numpy() for c in ("drafts", "draft_tokens", "accepted_tokens")]
     z = ev.config["evidence"]["z"]
     start = 0
-    for run_id, n, ts_sorted, line_sorted, ts_nulls, line_nulls in order.select(
-        "run_id", "n", "ts_sorted", "line_sorted", "ts_nulls", "line_nulls"
+    for run_id, n, ts_sorted, line_sorted, ts_nulls, line_nulls, engines in order.select(
+        "run_id", "n", "ts_sorted", "line_sorted", "ts_nulls", "line_nulls", "engines"
     ).iter_rows():
         end = start + n
         keys = [s for s, nulls in ((ts_sorted, ts_nulls), (line_sorted, line_nulls)) if nulls < n]
         if n >= 4:
-            if not all(keys or [line_sorted]):
-                keep.add(run_id)  # the detector sorts these: judged there
+            if engines or not all(keys or [line_sorted]):
+                keep.add(run_id)  # per engine, or sorted, in the detector: judged there
             else:
                 d, t, a = (np.cumsum(c[start:end]) for c in counts)
                 if drift_split(d, t, a, need, change, z) is not None:
