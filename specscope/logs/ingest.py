@@ -210,7 +210,7 @@ def ingest(
             writer.replace_sources(known)
         if settings:
             _settle(target, writer, reports, settings, named)
-    return IngestReport(str(target.path), reports)
+    return IngestReport(str(target), reports)
 
 
 def _settle(

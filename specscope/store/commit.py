@@ -112,17 +112,25 @@ def unmake(made: list[Path]) -> None:
 
 def write_commit(root: Path, ingest_id: str, sources: list[str], entries: list[FileEntry]) -> None:
     """Step 2: the manifest with this ingest in it replaces the old one."""
-    manifest = read_manifest(root)
-    manifest["schema_version"] = SCHEMA_VERSION
-    manifest.setdefault("ingests", []).append(
+    write_manifest(root, with_ingest(read_manifest(root), ingest_id, sources, entries))
+
+
+def with_ingest(
+    manifest: dict[str, Any], ingest_id: str, sources: list[str], entries: list[FileEntry]
+) -> dict[str, Any]:
+    """``manifest`` with the ingest appended (a copy)."""
+    out = dict(manifest)
+    out["schema_version"] = SCHEMA_VERSION
+    out["ingests"] = [
+        *manifest.get("ingests", []),
         {
             "id": ingest_id,
             "at": datetime.now(UTC).isoformat(timespec="seconds"),
             "sources": sorted(set(sources)),
             "files": [e.to_json() for e in entries],
-        }
-    )
-    write_manifest(root, manifest)
+        },
+    ]
+    return out
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
@@ -276,5 +284,6 @@ __all__ = [
     "remove_superseded",
     "unfinished",
     "unmake",
+    "with_ingest",
     "write_commit",
 ]

@@ -78,9 +78,12 @@ class DataFile:
     newer: FileEntry | None = None
 
 
-def default_store_path(env: dict[str, str] | None = None) -> Path:
+def default_store_path(env: dict[str, str] | None = None) -> Path | str:
+    """``$SPECSCOPE_STORE`` (a folder, or a URL kept as written: a Path would fold its
+    ``//``), else ``./specscope-data``."""
     env = dict(os.environ) if env is None else env
-    return Path(env.get("SPECSCOPE_STORE") or DEFAULT_STORE)
+    where = env.get("SPECSCOPE_STORE") or DEFAULT_STORE
+    return where if "://" in where else Path(where)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -89,8 +92,17 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if not file.is_file():
         return {"schema_version": SCHEMA_VERSION, "ingests": []}
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        text = file.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"unreadable manifest ({exc})", path=str(file)) from exc
+    return parse_manifest(text, str(file), str(path))
+
+
+def parse_manifest(text: bytes, file: str, store: str) -> dict[str, Any]:
+    """A manifest's bytes as read from ``file`` (of the store at ``store``), checked."""
+    try:
+        data = json.loads(text.decode("utf-8"))
+    except ValueError as exc:
         raise StoreError(f"unreadable manifest ({exc})", path=str(file)) from exc
     if not isinstance(data, dict):
         raise StoreError("manifest is not a JSON object", path=str(file))
@@ -101,7 +113,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise StoreError(
             f"written by a newer specscope (schema {version}; this one reads up to "
             f"{SCHEMA_VERSION}): upgrade specscope",
-            path=str(path),
+            path=store,
         )
     if not isinstance(data.get("ingests", []), list):
         raise StoreError("manifest's ingests is not a list", path=str(file))
@@ -164,12 +176,20 @@ def listed_files(path: Path, manifest: dict[str, Any] | None = None) -> list[Dat
     return out
 
 
-def live_files(path: Path, table: str, manifest: dict[str, Any] | None = None) -> list[DataFile]:
+def live_files(
+    path: Path,
+    table: str,
+    manifest: dict[str, Any] | None = None,
+    skip: set[str] | None = None,
+) -> list[DataFile]:
     """The files that make ``table`` now: those of the ingests committed and moved in (the
     newest of each folder, for runs and sources), in the order they were written. A file
-    that several ingests listed (it grew) is there once, as the newest of them left it."""
+    that several ingests listed (it grew) is there once, as the newest of them left it.
+    ``skip``: the ingests on their way in, where ``stage/`` is not a folder here (an
+    object store's), listed after the manifest was read."""
     manifest = read_manifest(path) if manifest is None else manifest
-    skip = moving(path)  # read after the manifest: an ingest listed and not moving is in
+    if skip is None:
+        skip = moving(path)  # read after the manifest: an ingest listed and not moving is in
     mine = [f for f in listed_files(path, manifest) if f.table == table]
     pending = newest_of_each_path(f for f in mine if f.ingest in skip)
     found = [

@@ -110,6 +110,11 @@ class Holder:
         return f"{who}, last heartbeat {self.age(now):.0f} s ago"
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host is still there."""
+    return _alive(pid)
+
+
 def _alive(pid: int) -> bool:
     if sys.platform == "win32":
         return True  # os.kill would end it there: the heartbeat alone tells
@@ -435,5 +440,6 @@ __all__ = [
     "lock_path",
     "own_stage",
     "owner_alive",
+    "pid_alive",
     "read_holder",
 ]

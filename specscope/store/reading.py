@@ -3,40 +3,70 @@ Spark and Trino read directly (``layout`` says where what is). Only committed fi
 read: those the manifest lists, of ingests moved in whole; each is checked against its
 entry (``integrity``) before it is read, and one that is not what was committed stops the
 read with a StoreError naming it. A file the manifest does not list is not read.
+
+A store on object storage (``RemoteStore``, ``s3://bucket/prefix``) has the same layout and
+manifest and the same API, and commits without a lock (``remote_commit``). Reading it: the
+manifest and a listing of ``stage/`` say which files are committed and in; each is fetched
+once into a local cache (``$SPECSCOPE_CACHE/s3/...``, else ``~/.cache/specscope/s3/...``)
+and checked there against its entry (size and SHA-256) like a file of a folder. Keys are
+write-once (an ingest id in each name), so a cached file stays good; the cache is
+verified, never trusted. polars' own S3 reader is not used: it asks for the last 256 KiB
+of a file, which s3s-fs (the test server) fails for smaller files (500), and a whole-file
+check needs the bytes anyway. A writer stages its files in that local folder (claimed as
+on a disk, ``writing``), then uploads and commits them. A file never grows on object
+storage (an object is replaced whole, not renamed over): each ingest writes new files, so
+a source pulled every few minutes makes a file per pull and table.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from specscope.errors import StoreError
-from specscope.schema import PARTITIONED, TABLES, empty_table, polars_schema
-from specscope.store import DEFAULT_STORE
+from specscope.schema import PARTITIONED, SCHEMA_VERSION, TABLES, empty_table, polars_schema
+from specscope.store import DEFAULT_STORE, remote_commit
 from specscope.store.integrity import MISSING, Inspection, inspect
 from specscope.store.layout import (
+    FILES,
     MANIFEST,
+    STAGE,
     DataFile,
     default_store_path,
     ingest_of,
     live_files,
+    parse_manifest,
     read_manifest,
+    relative,
 )
+from specscope.store.objects import Objects, is_url, parse_url
 from specscope.store.writing import StoreWriter, locked_writer
 
 
 class Store:
     """A store directory; ``table(name)`` gives a polars LazyFrame of a table."""
 
+    def __new__(cls, path: str | os.PathLike[str]) -> Store:
+        """A ``s3://bucket/prefix`` is a store on object storage (``remote.RemoteStore``)."""
+        if cls is Store and is_url(path):
+            return super().__new__(RemoteStore)
+        return super().__new__(cls)
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
+
+    def __str__(self) -> str:
+        """Where the store is, as a user named it (a folder, or a URL)."""
+        return str(self.path)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -141,8 +171,100 @@ class Store:
         return locked_writer(self)
 
 
+def cache_root(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    base = env.get("SPECSCOPE_CACHE") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "specscope"
+    )
+    return Path(base)
+
+
+class RemoteStore(Store):
+    """A store at ``s3://bucket/prefix`` (see the module); ``path`` is its local cache."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.location = parse_url(os.fspath(path))
+        self.objects = Objects(self.location)
+        self.url = self.location.url
+        endpoint = self.objects.config.get("endpoint", "aws")
+        where = hashlib.sha256(endpoint.encode()).hexdigest()[:12]
+        self.path = cache_root() / "s3" / where / self.location.bucket / self.location.prefix
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    def __str__(self) -> str:
+        return self.url
+
+    def read(self) -> tuple[dict[str, Any], str | None]:
+        """The manifest and its etag (None, and an empty manifest, where there is none)."""
+        got = self.objects.get(MANIFEST)
+        if got is None:
+            return {"schema_version": SCHEMA_VERSION, "ingests": []}, None
+        return parse_manifest(got[0], f"{self.url}/{MANIFEST}", self.url), got[1]
+
+    def exists(self) -> bool:
+        return self.objects.get(MANIFEST) is not None
+
+    def manifest(self) -> dict[str, Any]:
+        return self.read()[0]
+
+    def moving(self) -> set[str]:
+        """Ingests with objects under ``stage/files-<id>/`` (listed after the manifest)."""
+        out = set()
+        for m in self.objects.listing(f"{STAGE}/"):
+            name = m.rel.split("/")[1] if "/" in m.rel else ""
+            if name.startswith(FILES):
+                out.add(name[len(FILES) :])
+        return out
+
+    def _files(self, table: str) -> list[DataFile]:
+        manifest = self.manifest()
+        found = live_files(self.path, table, manifest, skip=self.moving())
+        for f in found:
+            self._fetch(f)
+        if table == "run_sums":
+            found = [f for f in found if f.path.exists()]
+        return found
+
+    def _fetch(self, f: DataFile) -> None:
+        """``f`` into the cache unless it is there at its committed size (the check that
+        follows compares its SHA-256). A file gone from the object store (a superseded
+        runs file, deleted since the manifest was read) is left absent: "missing"."""
+        size = f.entry.bytes if f.entry is not None else None
+        with contextlib.suppress(OSError):
+            if size is not None and f.path.stat().st_size == size:
+                return
+        rel = relative(f.path, self.path)
+        try:
+            self.objects.download(rel, f.path)
+        except StoreError as exc:
+            if "not there" not in str(exc):
+                raise
+
+    def sources_rows(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """The sources table as ``manifest`` commits it (for a writer's commit)."""
+        now = live_files(self.path, "sources", manifest, skip=self.moving())
+        if not now:
+            return []
+        self._fetch(now[-1])
+        rows: list[dict[str, Any]] = pq.read_table(now[-1].path).to_pylist()
+        return rows
+
+    def writer(self) -> contextlib.AbstractContextManager[StoreWriter]:
+        """A writer: staged here, committed on the object store when the block ends. What
+        writers that are gone left on the object store is finished or removed first."""
+        if remote_commit.left_behind(self):
+            remote_commit.recover(self, self.manifest())
+        return locked_writer(self)
+
+    def commit_remote(self, writer: StoreWriter) -> None:
+        remote_commit.commit_remote(writer)
+
+
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
-    """The store at ``path`` (default ``$SPECSCOPE_STORE`` or ``./specscope-data``), for
+    """The store at ``path`` (a folder or ``s3://bucket/prefix``; default
+    ``$SPECSCOPE_STORE`` or ``./specscope-data``), for
     reading: a directory that holds no store is an error, not an empty answer (a mistyped
     ``--store`` would otherwise report "no findings")."""
     store = Store(path if path is not None else default_store_path())
@@ -150,10 +272,18 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store:
         raise StoreError(
             "no specscope store here: `specscope ingest LOG` or `specscope pull` makes one "
             "(or point --store / $SPECSCOPE_STORE at it)",
-            path=str(store.path),
+            path=str(store),
         )
     store.manifest()
     return store
 
 
-__all__ = ["DEFAULT_STORE", "Store", "StoreWriter", "default_store_path", "open_store"]
+__all__ = [
+    "DEFAULT_STORE",
+    "RemoteStore",
+    "Store",
+    "StoreWriter",
+    "cache_root",
+    "default_store_path",
+    "open_store",
+]

@@ -372,17 +372,23 @@ class StoreWriter:
 
     def _write_sources(self, root: Path) -> None:
         """The sources table with this ingest's rows in place of those of their sources."""
-        assert self._source_rows is not None
-        mine = {
-            r["source_id"]: r for r in self._source_rows if r.get("ingest_id") == self.ingest_id
-        }
-        if not mine:
+        if not self._own_source_rows():
             return
         now = live_files(root, "sources")
-        current = pq.read_table(now[-1].path).to_pylist() if now else []
+        self.write_sources(pq.read_table(now[-1].path).to_pylist() if now else [])
+
+    def write_sources(self, current: list[dict[str, Any]]) -> None:
+        """The sources table as ``current`` with this ingest's rows in place of those of
+        their sources (written again, should a commit on object storage be retried)."""
+        mine = self._own_source_rows()
+        if not mine:
+            return
         kept = [r for r in current if r["source_id"] not in mine]
         table = pa.Table.from_pylist([*kept, *mine.values()], schema=TABLES["sources"])
-        self._write(table, self.staged("sources", f"sources-{self.ingest_id}.parquet"))
+        dest = self.staged("sources", f"sources-{self.ingest_id}.parquet")
+        if dest in self.written:
+            self.written.remove(dest)
+        self._write(table, dest)
 
     def _still_holding(self, lock: Lease | None = None) -> None:
         """A StoreError unless this writer still owns its stage (and, at the commit, the
@@ -400,14 +406,14 @@ class StoreWriter:
                     path=str(self.store.path),
                 )
 
-    def _conflicts(self, root: Path) -> None:
+    def conflicts(self, manifest: dict[str, Any], root: Path | str) -> None:
         """A StoreError if an ingest committed since this writer began wrote a source this
         one writes: both read the same state, and the later would undo the earlier."""
         if self.seen is None:
             return
         mine = set(self.sources)
         mine |= set(self._own_source_rows())
-        for ingest in read_manifest(root).get("ingests", []):
+        for ingest in manifest.get("ingests", []):
             if str(ingest.get("id")) in self.seen:
                 continue
             both = sorted(mine & set(ingest.get("sources") or []))
@@ -422,6 +428,10 @@ class StoreWriter:
         """Bring the staged files into the store (``commit``: stage, commit, move in),
         holding the store's lock for that alone."""
         if not self.written and self._source_rows is None:
+            return
+        elsewhere = getattr(self.store, "commit_remote", None)
+        if elsewhere is not None:  # a store on object storage commits its own way (``remote``)
+            elsewhere(self)
             return
         root = self.store.path
         self._still_holding()
@@ -438,7 +448,7 @@ class StoreWriter:
         try:
             committing.recover(root, lease_seconds(), keep=self.ingest_id)
             self._still_holding(lock)
-            self._conflicts(root)
+            self.conflicts(read_manifest(root), root)
             if self._source_rows is not None:
                 self._write_sources(root)
             self._commit(root, lock)
