@@ -251,6 +251,44 @@ def test_chunked_pull_equals_the_unchunked_one_and_the_servers_rates(fleet, tmp_
         ]
 
 
+def test_the_cli_reads_in_the_chunks_it_is_told(fleet, tmp_path, cli):
+    """`pull --chunk-series N` packs the instances as the library does; 0 reads every
+    series at once; both store the rows of the library's unchunked pull."""
+    import json
+
+    prom, _, start, end = fleet
+    window = ["--start", start.isoformat(), "--end", end.isoformat()]
+    chunked = cli(
+        "pull",
+        "--prometheus",
+        prom.url,
+        *window,
+        "--store",
+        tmp_path / "c",
+        "--chunk-series",
+        CHUNK_SERIES,
+        "--json",
+    )
+    whole = cli(
+        "pull",
+        "--prometheus",
+        prom.url,
+        *window,
+        "--store",
+        tmp_path / "w",
+        "--chunk-series",
+        0,
+        "--json",
+    )
+    assert chunked.status == whole.status == 0, (chunked.err, whole.err)
+    notes = " ".join(json.loads(chunked.out)["notes"])
+    assert f"read in {SERVERS * 8 // CHUNK_SERIES} chunks" in notes
+    assert "chunks" not in " ".join(json.loads(whole.out)["notes"])
+    assert _rows(tmp_path / "c").equals(_rows(tmp_path / "w"))
+    refused = cli("pull", "--prometheus", prom.url, "--chunk-series", -1)
+    assert refused.status == 2 and "--chunk-series" in refused.err
+
+
 def test_a_pull_stopped_after_some_chunks_resumes_exactly(fleet, tmp_path):
     prom, _, start, end = fleet
     proxy = Faulty(prom.url)

@@ -144,6 +144,7 @@ def ingest(
     epilog="Examples:\n\n"
     "  specscope pull --prometheus http://prom:9090 --since 6h\n\n"
     "  specscope pull --prometheus http://prom:9090 --selector '{job=\"vllm\"}'   # from cron\n\n"
+    "  specscope pull --prometheus http://mimir:8080/prometheus --chunk-series 500\n\n"
     "  specscope pull --prometheus https://thanos.example/prometheus --start 2026-11-20T00:00Z "
     "--end 2026-11-20T06:00Z",
 )
@@ -184,6 +185,16 @@ def pull(
             "(default 100, or $SPECSCOPE_MAX_ANSWER_MB)."
         ),
     ] = None,
+    chunk_series: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Read at most this many series a request, a chunk of instances at a time "
+            "(default 2000; memory follows the chunk: 2000 takes a 1,000-server fleet to "
+            "about 500 MB, 500 to under 400 MB for 2.5x the requests); 0 reads every series "
+            "at once.",
+        ),
+    ] = None,
     follow_redirects: FollowRedirectsOption = False,
     ca_bundle: Annotated[str | None, typer.Option(help="CA bundle for https.")] = None,
     insecure: Annotated[bool, typer.Option(help="Do not verify https certificates.")] = False,
@@ -213,6 +224,7 @@ def pull(
             deadline=parse_duration(deadline).total_seconds() if deadline else None,
             max_answer_mb=max_answer_mb,
             follow_redirects=follow_redirects,
+            **({} if chunk_series is None else {"chunk_series": chunk_series or None}),
         )
     except SpecscopeError as exc:
         raise fail(exc) from exc
