@@ -127,3 +127,23 @@ def test_one_engine_that_drifts_is_named(tmp_path):
     assert drift.measured["rate_after"] == pytest.approx(0.1)
     assert "of engine 1" in drift.explanation
     assert [f.to_dict() for f in found] == [f.to_dict() for f in everything]
+
+
+def test_one_engine_that_accepts_nothing_is_named(tmp_path):
+    """Engine 0 accepts 62%, engine 1 2%: the run's sum (32%) hides engine 1 from every
+    test of the run, but engine 1's own 1,000 drafts prove it accepts next to nothing."""
+    found = _detect(tmp_path, _dp([[[160, 120, 90]] * 5, [[10, 2, 0]] * 5]))
+    (zero,) = [f for f in found if f.kind == "zero_acceptance"]
+    assert zero.measured["engine"] == 1
+    assert zero.measured["draft_tokens"] == 3000 and zero.measured["accepted_tokens"] == 60
+    assert zero.explanation.startswith("Engine 1 of this data-parallel run:")
+    assert zero.confidence is not None and zero.confidence.level == "certain"
+    assert zero.confidence.sample == {"drafts": 1000}
+
+
+def test_healthy_engines_of_a_dp_run_are_not_blamed(tmp_path):
+    """Two engines at 62% and 45% (different prompts land on different engines): nothing
+    that blames speculation, neither for the run nor for an engine."""
+    found = _detect(tmp_path, _dp([[[160, 120, 90]] * 5, [[140, 80, 50]] * 5]))
+    blame = {"zero_acceptance", "low_acceptance", "position_cliff", "concurrency_collapse"}
+    assert not blame & {f.kind for f in found}, [f.explanation for f in found]

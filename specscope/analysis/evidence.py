@@ -308,6 +308,51 @@ def finding_for(
     )
 
 
+def engine_sums(ev: Evidence, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """A data-parallel run's sums engine by engine (vLLM prints each engine's interval on
+    its own line): one engine whose drafter fails hides in the run's sum behind the others.
+    None for a run of one engine, or where the rows at hand are not all of the run's (a
+    fleet's detect reads only the rows a question needs)."""
+    slim = ev.spec_of(run_id)
+    if "engine" not in slim.columns or slim["engine"].drop_nulls().n_unique() <= 1:
+        return []
+    rows = ev.spec.filter(pl.col("run_id").cast(pl.String) == run_id)
+    total = ev.per_run.get(run_id, {}).get("draft_tokens")
+    if not total or int(rows["draft_tokens"].fill_null(0).sum()) != int(total):
+        return []
+    # Counts only: the per-position lists are summed per run, not kept with the rows, so an
+    # engine's first position is bounded by its accepted tokens per draft (from above).
+    sums = (
+        rows.filter(pl.col("engine").is_not_null())
+        .group_by("engine", maintain_order=True)
+        .agg(
+            pl.len().alias("records"),
+            *(pl.col(c).sum() for c in ("drafts", "draft_tokens", "accepted_tokens")),
+            pl.col("k").drop_nulls().mode().first().alias("k"),
+        )
+    )
+    out = []
+    for r in sums.to_dicts():
+        drafts, tokens, accepted = r["drafts"], r["draft_tokens"], r["accepted_tokens"]
+        if not tokens or accepted is None:
+            continue
+        r["acceptance_rate"] = accepted / tokens
+        r["mean_acceptance_length"] = 1 + accepted / drafts if drafts else None
+        out.append((int(r["engine"]), r))
+    return out
+
+
+def engine_rows(ev: Evidence, run_id: str, engine: int | None) -> pl.DataFrame:
+    """The run's spec rows, of one engine where one is named."""
+    rows = ev.spec_of(run_id)
+    return rows if engine is None else rows.filter(pl.col("engine") == engine)
+
+
+def engine_said(engine: int | None, text: str) -> str:
+    """A finding's words about one engine of a data-parallel run."""
+    return text if engine is None else f"Engine {engine} of this data-parallel run: {text}"
+
+
 K_ASSUMED = "k not stated"  # how an assumed k is said (and recognised)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -15,6 +15,9 @@ from specscope.analysis.evidence import (
     Evidence,
     Trials,
     confidence,
+    engine_rows,
+    engine_said,
+    engine_sums,
     finding_for,
     method_of,
     nothing_accepted,
@@ -25,56 +28,78 @@ from specscope.analysis.findings import Finding, Severity
 from specscope.stats import coverage, drafts_to_tell, wilson
 from specscope.vocabulary import QUANTIZED
 
+# Judges a run's (or one engine's) sums: the finding, or None.
+Judge = Callable[[Evidence, str, Mapping[str, Any], "int | None"], "Finding | None"]
+
 
 def zero(ev: Evidence) -> list[Finding]:
     """Drafting happens and (almost) nothing is accepted: at most ``max_first`` of the drafts
     get even their first token accepted, and the upper bound of that share is below
     ``max_upper``, which even weak drafters reach (0 of 150 drafts bounds it under 2% at
     95%). Where the log gives no per-position counts, the accepted tokens per draft bound
-    the first position from above."""
-    out = []
-    cfg = ev.config["zero_acceptance"]
+    the first position from above. A data-parallel run whose sum says nothing is judged
+    engine by engine too."""
+    return _one_per_llamacpp_server(ev, by_engine(ev, _zero_of))
+
+
+def by_engine(ev: Evidence, judge: Judge) -> list[Finding]:
+    """``judge`` of each run, and of each engine of a data-parallel run where the run's
+    sum is not found wanting (one engine's failure is not hidden by the others)."""
+    out: list[Finding] = []
     for run_id, agg in ev.per_run.items():
-        trials = trials_of(ev, run_id, agg)
-        if trials is None:
+        found = judge(ev, run_id, agg, None)
+        if found is not None:
+            out.append(found)
             continue
-        first = _FirstPosition(agg, trials)
-        if first.point > cfg["max_first"]:
-            continue
-        test = BoundTest("upper bound of a1", first.upper, cfg["max_upper"])
-        level = strength(ev, test.holds)
-        if level is None:
-            continue
-        level, test, trials = _whatever_k(ev, agg, trials, level, test)
-        run = ev.runs.get(run_id, {})
-        explanation, step = _why_zero(ev, run_id, run)
-        out.append(
-            finding_for(
-                ev,
-                "zero_acceptance",
-                Severity.CRITICAL,
-                run_id,
-                ev.spec_of(run_id),
-                explanation=explanation,
-                next_step=step,
-                measured={
-                    "acceptance_rate": agg.get("acceptance_rate", trials.rate),
-                    "accepted_tokens": agg.get("accepted_tokens"),
-                    "draft_tokens": agg.get("draft_tokens"),
-                    "mean_acceptance_length": agg.get("mean_acceptance_length"),
-                },
-                expected={"a1 above": cfg["max_first"]},
-                sample={"drafts": round(trials.drafts), "records": agg["records"]},
-                confidence=confidence(
-                    ev,
-                    level,
-                    test.said,
-                    {"drafts": round(trials.drafts)},
-                    trials.assumptions,
-                ),
-            )
-        )
-    return _one_per_llamacpp_server(ev, out)
+        for engine, part in engine_sums(ev, run_id):
+            found = judge(ev, run_id, part, engine)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def _zero_of(
+    ev: Evidence, run_id: str, agg: Mapping[str, Any], engine: int | None
+) -> Finding | None:
+    cfg = ev.config["zero_acceptance"]
+    trials = trials_of(ev, run_id, agg)
+    if trials is None:
+        return None
+    first = _FirstPosition(agg, trials)
+    if first.point > cfg["max_first"]:
+        return None
+    test = BoundTest("upper bound of a1", first.upper, cfg["max_upper"])
+    level = strength(ev, test.holds)
+    if level is None:
+        return None
+    level, test, trials = _whatever_k(ev, agg, trials, level, test)
+    run = ev.runs.get(run_id, {})
+    explanation, step = _why_zero(ev, run_id, run)
+    return finding_for(
+        ev,
+        "zero_acceptance",
+        Severity.CRITICAL,
+        run_id,
+        engine_rows(ev, run_id, engine),
+        explanation=engine_said(engine, explanation),
+        next_step=step,
+        measured={
+            "acceptance_rate": agg.get("acceptance_rate", trials.rate),
+            "accepted_tokens": agg.get("accepted_tokens"),
+            "draft_tokens": agg.get("draft_tokens"),
+            "mean_acceptance_length": agg.get("mean_acceptance_length"),
+            **({"engine": engine} if engine is not None else {}),
+        },
+        expected={"a1 above": cfg["max_first"]},
+        sample={"drafts": round(trials.drafts), "records": agg["records"]},
+        confidence=confidence(
+            ev,
+            level,
+            test.said,
+            {"drafts": round(trials.drafts)},
+            trials.assumptions,
+        ),
+    )
 
 
 def _llamacpp_echoes(ev: Evidence) -> dict[str, list[str]]:
@@ -233,55 +258,58 @@ def low(ev: Evidence) -> list[Finding]:
     bound of a_1 is below ``fraction_of_reference`` of the reference (``reference.toml``,
     by method and model). With the method not stated, a learned drafter is assumed (MTP,
     EAGLE, a draft model and DFlash all reach ``unknown_method_a1`` or so), and the finding
-    says so; n-gram and suffix lookups are judged only when named (their scale is lower)."""
-    out = []
+    says so; n-gram and suffix lookups are judged only when named (their scale is lower).
+    A data-parallel run whose sum says nothing is judged engine by engine too."""
+    return by_engine(ev, _low_of)
+
+
+def _low_of(
+    ev: Evidence, run_id: str, agg: Mapping[str, Any], engine: int | None
+) -> Finding | None:
     cfg = ev.config["low_acceptance"]
-    for run_id, agg in ev.per_run.items():
-        run = ev.runs.get(run_id, {})
-        trials = trials_of(ev, run_id, agg)
-        if trials is None or nothing_accepted(ev, run_id, agg):
-            continue  # nothing to judge, or zero_acceptance speaks for it
-        method = method_of(run)
-        claim = _low_claim(ev, run, agg, trials, method)
-        if claim is None:
-            continue
-        test, level, ref, said, assumptions = claim
-        a1 = _FirstPosition(agg, trials)
-        high = test.bound(ev.config["evidence"]["z"])
-        severity = Severity.CRITICAL if high < cfg["critical_fraction"] * ref else Severity.WARNING
-        out.append(
-            finding_for(
-                ev,
-                "low_acceptance",
-                severity,
-                run_id,
-                ev.spec_of(run_id),
-                explanation=said,
-                next_step="compare with a run on the unquantized target and with prefix "
-                "caching off; check that the drafter was trained for this exact target and "
-                "chat template"
-                + (
-                    "; if this is n-gram or suffix decoding, say so (--set spec_method=ngram): "
-                    "lookups are judged on their own scale"
-                    if method is None
-                    else ""
-                ),
-                measured={
-                    "a1": a1.point,
-                    "mean_acceptance_length": agg.get("mean_acceptance_length"),
-                },
-                expected={test.what.removeprefix("upper bound of "): ref, "method": method},
-                sample={"drafts": round(trials.drafts)},
-                confidence=confidence(
-                    ev,
-                    level,
-                    test.said,
-                    {"drafts": round(trials.drafts)},
-                    assumptions,
-                ),
-            )
-        )
-    return out
+    run = ev.runs.get(run_id, {})
+    trials = trials_of(ev, run_id, agg)
+    if trials is None or nothing_accepted(ev, run_id, agg):
+        return None  # nothing to judge, or zero_acceptance speaks for it
+    method = method_of(run)
+    claim = _low_claim(ev, run, agg, trials, method)
+    if claim is None:
+        return None
+    test, level, ref, said, assumptions = claim
+    a1 = _FirstPosition(agg, trials)
+    high = test.bound(ev.config["evidence"]["z"])
+    severity = Severity.CRITICAL if high < cfg["critical_fraction"] * ref else Severity.WARNING
+    return finding_for(
+        ev,
+        "low_acceptance",
+        severity,
+        run_id,
+        engine_rows(ev, run_id, engine),
+        explanation=engine_said(engine, said),
+        next_step="compare with a run on the unquantized target and with prefix "
+        "caching off; check that the drafter was trained for this exact target and "
+        "chat template"
+        + (
+            "; if this is n-gram or suffix decoding, say so (--set spec_method=ngram): "
+            "lookups are judged on their own scale"
+            if method is None
+            else ""
+        ),
+        measured={
+            "a1": a1.point,
+            "mean_acceptance_length": agg.get("mean_acceptance_length"),
+            **({"engine": engine} if engine is not None else {}),
+        },
+        expected={test.what.removeprefix("upper bound of "): ref, "method": method},
+        sample={"drafts": round(trials.drafts)},
+        confidence=confidence(
+            ev,
+            level,
+            test.said,
+            {"drafts": round(trials.drafts)},
+            assumptions,
+        ),
+    )
 
 
 def _low_claim(
