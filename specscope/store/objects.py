@@ -23,11 +23,11 @@ from specscope.errors import StoreError, UsageError
 
 SCHEMES = ("s3",)  # what --store takes besides a folder
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-# Bounded: a server that answers nothing fails a call in seconds, never hangs a writer.
-_TIMEOUT = "30s"
-_CONNECT_TIMEOUT = "5s"
+# Bounded: a server that answers nothing fails a call in seconds, never hangs a writer:
+# each request within the timeout (SPECSCOPE_S3_TIMEOUT_S), retries within twice that.
+TIMEOUT_ENV = "SPECSCOPE_S3_TIMEOUT_S"
+_TIMEOUT_S = 30.0
 _RETRIES = 3
-_RETRY_FOR = timedelta(seconds=20)
 
 
 class Conflict(Exception):
@@ -107,15 +107,36 @@ def _config(location: Location, env: Mapping[str, str]) -> dict[str, str]:
     return config
 
 
+def _timeout(env: Mapping[str, str]) -> float:
+    text = env.get(TIMEOUT_ENV, "").strip()
+    try:
+        value = float(text) if text else _TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 3600:
+        raise UsageError(f"{TIMEOUT_ENV}={text!r}: expected seconds, above 0 and below 3600")
+    return value
+
+
 class Objects:
     """The calls a store makes of its object store (see the module)."""
 
     def __init__(self, location: Location, env: Mapping[str, str] | None = None) -> None:
-        from obstore.store import S3Store
+        try:
+            from obstore.store import S3Store
+        except ImportError as exc:
+            raise UsageError(
+                f"--store {location.url}: object stores need obstore: pip install 'specscope[s3]'"
+            ) from exc
 
+        env = os.environ if env is None else env
         self.location = location
-        self.config = _config(location, os.environ if env is None else env)
-        client: Any = {"timeout": _TIMEOUT, "connect_timeout": _CONNECT_TIMEOUT}
+        self.config = _config(location, env)
+        timeout = _timeout(env)
+        client: Any = {
+            "timeout": f"{timeout}s",
+            "connect_timeout": f"{min(timeout, 5.0)}s",
+        }
         if self.config.get("endpoint", "").startswith("http://"):
             client["allow_http"] = True
         retry: Any = {
@@ -125,7 +146,7 @@ class Objects:
                 "max_backoff": timedelta(seconds=2),
                 "base": 2,
             },
-            "retry_timeout": _RETRY_FOR,
+            "retry_timeout": timedelta(seconds=2 * timeout),
         }
         settings: dict[str, Any] = {k: v for k, v in self.config.items()}
         if "endpoint" in settings:
@@ -220,10 +241,14 @@ class Objects:
         """Every object under ``prefix`` (relative to the store)."""
         import obstore
 
-        out: list[Meta] = []
-        for batch in self._call("list", prefix, obstore.list, self.store, prefix):
-            for m in batch:
-                out.append(Meta(str(m["path"]), int(m["size"]), m["last_modified"].timestamp()))
+        def every() -> list[Meta]:  # the pages are fetched as they are iterated
+            return [
+                Meta(str(m["path"]), int(m["size"]), m["last_modified"].timestamp())
+                for batch in obstore.list(self.store, prefix)
+                for m in batch
+            ]
+
+        out: list[Meta] = self._call("list", prefix, every)
         return out
 
     def copy(self, source: str, dest: str) -> None:

@@ -1,0 +1,349 @@
+"""A store on object storage (``--store s3://bucket/prefix``), against a real S3 server on
+127.0.0.1 (s3s-fs, serving a folder): what is ingested and pulled reads back whole with
+specscope, polars and DuckDB; two writers at once both land; a reader during a commit
+sees an ingest whole or not at all; a writer killed at each step of its commit leaves a
+store the next writer recovers; bad buckets, credentials and endpoints are one line.
+
+DuckDB's httpfs is an extension it downloads, so offline DuckDB reads the folder s3s-fs
+serves (the same objects, byte for byte) rather than s3://.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import specscope
+from specscope.errors import StoreError, UsageError
+from tests.helpers import FIXTURES, ROOT
+from tests.s3_server import ACCESS_KEY, SECRET_KEY, S3Server, binary
+
+pytest.importorskip("obstore")
+pytestmark = pytest.mark.skipif(binary() is None, reason="s3s-fs is not installed")
+
+sys.path.insert(0, str(FIXTURES))
+import synth  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    with S3Server(tmp_path_factory.mktemp("s3")) as s3:
+        yield s3
+
+
+@pytest.fixture
+def bucket(
+    server: S3Server,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> str:
+    """A fresh bucket for the test (s3s-fs: a folder of its root), and the env to reach it."""
+    name = "b" + str(abs(hash(request.node.name)) % 10**10)
+    (server.root / name).mkdir()
+    for key, value in _env(server, tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SPECSCOPE_LOCK_LEASE_S", "600")
+    return name
+
+
+def _env(server: S3Server, tmp_path: Path) -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_ENDPOINT_URL": server.url,
+        "AWS_REGION": "us-east-1",
+        "SPECSCOPE_CACHE": str(tmp_path / "cache"),
+    }
+
+
+def _log(tmp_path: Path, seed: int) -> tuple[Path, int]:
+    """A generated vLLM log and how many spec-decode rows it holds."""
+    made = synth.generate(random.Random(seed))
+    path = tmp_path / f"server-{seed}.log"
+    path.write_bytes(made.data)
+    return path, len(made.spec_decode)
+
+
+def _served(server: S3Server, bucket: str, prefix: str) -> Path:
+    return server.root / bucket / prefix
+
+
+def _rows(store: str) -> int:
+    return int(specscope.open_store(store).spec_decode.select(pl.len()).collect().item())
+
+
+def _stage_left(server: S3Server, bucket: str, prefix: str) -> list[Path]:
+    stage = _served(server, bucket, prefix) / "stage"
+    return sorted(p for p in stage.rglob("*") if p.is_file()) if stage.is_dir() else []
+
+
+def test_ingest_reads_back_with_specscope_polars_and_duckdb(
+    server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    logs = [_log(tmp_path, seed) for seed in (1, 2)]
+    url = f"s3://{bucket}/fleet/a"
+    report = specscope.ingest([str(p) for p, _ in logs], store=url)
+    report.raise_for_errors()
+    assert report.store == url
+    want = sum(n for _, n in logs)
+    assert want > 0
+    store = specscope.open_store(url)
+    assert repr(store) == f"Store({url!r})"
+    assert store.spec_decode.select(pl.len()).collect().item() == want
+    local = tmp_path / "local"
+    specscope.ingest([str(p) for p, _ in logs], store=local).raise_for_errors()
+    mine = store.run_sums.collect().sort("run_id").drop("run_id")
+    theirs = specscope.open_store(local).run_sums.collect().sort("run_id").drop("run_id")
+    assert mine.equals(theirs)  # the same sums, run ids aside (they name the ingest)
+    served = _served(server, bucket, "fleet/a")
+    glob = str(served / "spec_decode" / "**" / "*.parquet")
+    assert pl.scan_parquet(glob, hive_partitioning=True).select(pl.len()).collect().item() == want
+    got = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning=1)")
+    assert got.fetchall() == [(want,)]
+    assert _stage_left(server, bucket, "fleet/a") == []
+    # Read again from an empty cache: fetched and checked again.
+    import shutil
+
+    shutil.rmtree(Path(os.environ["SPECSCOPE_CACHE"]))
+    assert _rows(url) == want
+
+
+def test_a_cached_file_not_as_committed_is_fetched_again(bucket: str, tmp_path: Path) -> None:
+    log, n = _log(tmp_path, 3)
+    url = f"s3://{bucket}/p"
+    specscope.ingest(str(log), store=url).raise_for_errors()
+    store = specscope.open_store(url)
+    [cached] = store.files("spec_decode")
+    cached.write_bytes(b"x" * 10)  # another size: fetched again
+    assert _rows(url) == n
+
+
+def test_pull_to_object_storage_resumes_like_a_folder(bucket: str, tmp_path: Path) -> None:
+    from tests.prom_servers import Misbehaving
+
+    prometheus = Misbehaving("matrix")
+    start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    try:
+        added = {}
+        for where in (f"s3://{bucket}/pulls", str(tmp_path / "local")):
+            added[where] = [
+                specscope.pull(
+                    prometheus.url,
+                    store=where,
+                    since="1m",
+                    retries=0,
+                    now=lambda at=start + timedelta(minutes=i): at,
+                ).added.get("spec_decode", 0)
+                for i in range(3)
+            ]
+    finally:
+        prometheus.stop()
+    remote, local = added.values()
+    assert remote == local and sum(remote) > 0
+    assert _rows(f"s3://{bucket}/pulls") == sum(local) == _rows(str(tmp_path / "local"))
+
+
+_WRITER = textwrap.dedent(
+    """
+    import os, signal, sys
+    import specscope
+    from specscope.store import objects
+
+    kill_at = os.environ.get("KILL_AT")  # "put:N" or "copy:N": SIGKILL at that call
+    if kill_at:
+        what, n = kill_at.split(":")
+        count = [0]
+        original = getattr(objects.Objects, what)
+
+        def dying(self, *args, **kwargs):
+            count[0] += 1
+            if count[0] == int(n):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(self, *args, **kwargs)
+
+        setattr(objects.Objects, what, dying)
+    specscope.ingest(sys.argv[2:], store=sys.argv[1]).raise_for_errors()
+    """
+)
+
+
+def _writer(
+    url: str, logs: list[Path], env: dict[str, str], **extra: str
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _WRITER, url, *map(str, logs)],
+        env={**os.environ, **env, **extra, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_two_writers_at_once_both_land(server: S3Server, bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/two"
+    logs = [_log(tmp_path, seed) for seed in (11, 12, 13, 14)]
+    env = _env(server, tmp_path)
+    writers = [
+        _writer(url, [p for p, _ in logs[:2]], env),
+        _writer(url, [p for p, _ in logs[2:]], env),
+    ]
+    for w in writers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err.decode()[-2000:]
+    store = specscope.open_store(url)
+    assert len(store.manifest()["ingests"]) == 2
+    assert _rows(url) == sum(n for _, n in logs)
+    assert store.sources.collect().height == 4  # neither writer's sources undid the other's
+    assert _stage_left(server, bucket, "two") == []
+    # Nothing doubled: each run's rows once.
+    runs = store.spec_decode.group_by("run_id").len().collect()
+    assert runs["len"].sum() == sum(n for _, n in logs)
+
+
+def test_a_reader_during_commits_sees_each_ingest_whole(
+    server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    url = f"s3://{bucket}/read"
+    logs = [_log(tmp_path, seed) for seed in range(21, 27)]
+    env = _env(server, tmp_path)
+    specscope.ingest(str(logs[0][0]), store=url).raise_for_errors()
+    # Each later writer commits one log: a reader may see any prefix-free mix of them,
+    # but only whole ingests: its count is a sum of whole logs' counts.
+    wholes = {0}
+    for _, n in logs[1:]:
+        wholes |= {w + n for w in wholes}
+    wholes = {w + logs[0][1] for w in wholes}
+    served = _served(server, bucket, "read")
+    seen: list[int] = []
+    foreign: list[str] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.append(_rows(url))
+            # A glob of the table folders sees no file of an uncommitted ingest.
+            files = {
+                p.relative_to(served).as_posix() for p in served.glob("spec_decode/*/*.parquet")
+            }
+            listed = {
+                f["path"]
+                for i in json.loads((served / "specscope.json").read_bytes())["ingests"]
+                for f in i["files"]
+            }
+            foreign.extend(sorted(files - listed))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        writers = [_writer(url, [p], env) for p, _ in logs[1:]]
+        for w in writers:
+            _, err = w.communicate(timeout=120)
+            assert w.returncode == 0, err.decode()[-2000:]
+    finally:
+        stop.set()
+        reader.join()
+    assert len(seen) >= 3
+    assert set(seen) <= wholes, sorted(set(seen) - wholes)
+    assert foreign == []
+    assert _rows(url) == sum(n for _, n in logs)
+
+
+@pytest.mark.parametrize(
+    ("kill_at", "committed"),
+    [
+        ("put:2", False),  # its claim put, killed uploading its first file
+        ("put:5", False),  # files uploaded, killed putting the manifest
+        ("copy:1", True),  # the manifest committed, killed before the first copy
+        ("copy:3", True),  # killed among its copies
+    ],
+)
+def test_a_writer_killed_mid_commit_is_recovered(
+    server: S3Server, bucket: str, tmp_path: Path, kill_at: str, committed: bool
+) -> None:
+    url = f"s3://{bucket}/killed"
+    (first, n1), (second, n2), (third, n3) = (_log(tmp_path, s) for s in (31, 32, 33))
+    env = _env(server, tmp_path)
+    specscope.ingest(str(first), store=url).raise_for_errors()
+    w = _writer(url, [second], env, KILL_AT=kill_at)
+    w.communicate(timeout=120)
+    assert w.returncode == -9
+    assert _stage_left(server, bucket, "killed") != []
+    # A reader now: the killed ingest whole, or not at all (its copies not all made).
+    assert _rows(url) == n1
+    specscope.ingest(str(third), store=url).raise_for_errors()  # recovers first
+    assert _stage_left(server, bucket, "killed") == []
+    assert _rows(url) == n1 + n3 + (n2 if committed else 0)
+    served = _served(server, bucket, "killed")
+    on_disk = sorted(p.relative_to(served).as_posix() for p in served.glob("*/*/*.parquet"))
+    listed = sorted(
+        {f["path"] for i in specscope.open_store(url).manifest()["ingests"] for f in i["files"]}
+    )
+    # Every listed file is there; nothing else is (superseded runs files are deleted).
+    assert set(listed) >= set(on_disk)
+    assert all((served / p).is_file() for p in listed if not p.startswith(("runs/", "sources/")))
+
+
+def _one_line(exc: StoreError) -> str:
+    text = str(exc)
+    assert "\n" not in text and "Traceback" not in text
+    return text
+
+
+def test_errors_are_one_line_naming_the_url(
+    server: S3Server, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, _ = _log(tmp_path, 41)
+    with pytest.raises(StoreError) as missing:
+        specscope.open_store(f"s3://{bucket}/nothing-here")
+    assert f"s3://{bucket}/nothing-here" in _one_line(missing.value)
+    with pytest.raises(StoreError) as nobucket:
+        specscope.ingest(str(log), store="s3://no-such-bucket/p")
+    assert "no-such-bucket" in _one_line(nobucket.value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with pytest.raises(StoreError) as refused:
+        specscope.open_store(f"s3://{bucket}/p")
+    assert "credentials were refused" in _one_line(refused.value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    with pytest.raises(StoreError) as unreachable:
+        specscope.open_store(f"s3://{bucket}/p")
+    assert "cannot be reached" in _one_line(unreachable.value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://example.invalid:9000")
+    with pytest.raises(UsageError, match="plain http"):
+        specscope.open_store(f"s3://{bucket}/p")
+
+
+def test_a_silent_endpoint_times_out(
+    bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that accepts and never answers: the call fails within its bound."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{silent.getsockname()[1]}")
+    monkeypatch.setenv("SPECSCOPE_S3_TIMEOUT_S", "1")
+    began = time.monotonic()
+    try:
+        with pytest.raises(StoreError) as slow:
+            specscope.open_store(f"s3://{bucket}/p")
+    finally:
+        silent.close()
+    assert time.monotonic() - began < 15
+    assert "cannot be reached" in _one_line(slow.value)
