@@ -313,10 +313,9 @@ def engine_sums(ev: Evidence, run_id: str) -> list[tuple[int, dict[str, Any]]]:
     its own line): one engine whose drafter fails hides in the run's sum behind the others.
     None for a run of one engine, or where the rows at hand are not all of the run's (a
     fleet's detect reads only the rows a question needs)."""
-    slim = ev.spec_of(run_id)
-    if "engine" not in slim.columns or slim["engine"].drop_nulls().n_unique() <= 1:
+    rows = ev.spec_of(run_id)  # a slice of the run's rows: no filter over every run's
+    if "engine" not in rows.columns or rows["engine"].drop_nulls().n_unique() <= 1:
         return []
-    rows = ev.spec.filter(pl.col("run_id").cast(pl.String) == run_id)
     total = ev.per_run.get(run_id, {}).get("draft_tokens")
     if not total or int(rows["draft_tokens"].fill_null(0).sum()) != int(total):
         return []
