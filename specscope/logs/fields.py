@@ -16,6 +16,7 @@ import regex
 
 from specscope.logs.definitions import Definition, FieldSpec
 from specscope.logs.limits import MAX_COUNT, max_k
+from specscope.logs.pyrepr import holding_keys, parse_python_dict_nested, split_top_level
 
 # A label starts the body or follows a comma, begins with a letter, and ends at a colon
 # that is not part of a time or ratio ("0:12"). Wrapped text may have lost the space
@@ -142,6 +143,8 @@ def read_fields(defn: Definition, body: str) -> Reading:
     """Read a record body by label. A record that should end with its ``ends_with`` field
     but does not was cut off: its last value may be cut too, so it is kept only when its text
     shows it whole (the field's ``complete`` pattern, e.g. a count with its unit)."""
+    if defn.parse == "python_dict":
+        return read_repr(defn, body)
     reading = Reading()
     values = reading.values
     pairs = split_labels(body)
@@ -503,6 +506,24 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
     return reading
 
 
+def read_repr(defn: Definition, body: str) -> Reading:
+    """A record that is a server's repr of what it returned: ``obj=Request(...),
+    out={...}`` (SGLang's request log). The ``out=`` dict is read as a Python literal and
+    the dict in it holding the definition's ``match_keys`` is read by key; a line without
+    them reads as nothing (a request of a server that does not speculate). A line cut off
+    inside the dict keeps the items before the cut, and the record is marked cut."""
+    out = next((item[4:] for item in split_top_level(body) if item.startswith("out=")), None)
+    if out is None:
+        return Reading()
+    parsed, cut = parse_python_dict_nested(out)
+    found = holding_keys(parsed, defn.match_keys)
+    if found is None:
+        return Reading()
+    reading = read_json(defn, found)
+    reading.cut = cut
+    return reading
+
+
 _NUMBERS_AT_START = regex.compile(r"[\d.,\s%]*(?:nan)?[\d.,\s%]*", regex.I)
 _MORE_OF_IT = regex.compile(r"(?:\s*,\s*(?:\d|nan)|\.?\d)", regex.I)
 
@@ -570,6 +591,7 @@ __all__ = [
     "read_fields",
     "read_json",
     "read_pairs",
+    "read_repr",
     "read_table",
     "split_labels",
     "unreadable",

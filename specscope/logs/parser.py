@@ -134,12 +134,7 @@ class LineParser:
     @property
     def quiet(self) -> bool:
         """Nothing carried over from earlier lines: the next line is read on its own."""
-        return (
-            self._pending is None
-            and self._held is None
-            and self._block is None
-            and self._config_pending is None
-        )
+        return self.open_line() is None
 
     def open_line(self) -> int | None:
         """The first line of what is still held (a record, a wrapped line, a block, a
@@ -148,6 +143,7 @@ class LineParser:
         lines = [h.line for h in held if h is not None]
         if self._held is not None:
             lines.append(self._held[0])
+        lines.extend(self._pastes.json.lines_held())  # a JSON document pasted over lines
         return min(lines, default=None)
 
     def close_record(self) -> None:

@@ -39,6 +39,7 @@ from specscope.exposition import (
 )
 from specscope.logs.checks import check_row, refusal
 from specscope.logs.definitions import Definition
+from specscope.logs.jsonpaste import JsonPastes
 from specscope.logs.limits import max_k
 from specscope.logs.results import Row, Run, Skip
 
@@ -65,6 +66,8 @@ class Sink(Protocol):
 
     def paste_run(self, line: int) -> Run: ...
 
+    def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool | None: ...
+
 
 @dataclass
 class _Snapshot:
@@ -86,6 +89,7 @@ class Pastes:
     """The exposition lines of one text, gathered by target and snapshot."""
 
     def __init__(self, definitions: Iterable[Definition], sink: Sink) -> None:
+        definitions = tuple(definitions)
         defs = [d for d in definitions if d.kind == "exposition"]
         # Each engine's names are the kernel's (specscope.exposition.NAMES, which pull and
         # scrape read too); a definition's own ``keys`` may add names (a fork's).
@@ -98,13 +102,19 @@ class Pastes:
         self.sink = sink
         self.targets: dict[str, _Target] = {}
         self.runs: dict[tuple[str, str | None, str | None], Run] = {}
+        # JSON documents pasted over lines (a fenced response): watched, never taken.
+        self.json = JsonPastes(sink, any(d.kind == "json" for d in definitions))
 
     def wants(self, raw: str) -> bool:
         """Could the line be one of a paste (a cheap test)?"""
-        return any(lit in raw for lit in self.literals)
+        return self.json.wants(raw) or any(lit in raw for lit in self.literals)
 
     def take(self, line: int, raw: str) -> bool:
         """Read ``raw`` if it is a line of a paste; False leaves it to the parser."""
+        if self.json.wants(raw):
+            self.json.see(line, raw)
+            if not any(lit in raw for lit in self.literals):
+                return False
         text = unwrap(raw)
         if text.startswith("#"):
             return text.startswith(("# HELP ", "# TYPE "))

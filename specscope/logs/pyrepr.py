@@ -97,6 +97,15 @@ def balanced_prefix(text: str) -> tuple[str, bool]:
     return text, False
 
 
+def bracket_depth(text: str, depth: int = 0) -> int:
+    """The bracket depth after ``text`` from ``depth`` before it, outside quotes (a quote
+    left open ends with the line: a JSON string does not span lines)."""
+    state = _Walk(depth)
+    for _ in _walk(text, state, ""):
+        pass
+    return state.depth
+
+
 def is_open(text: str) -> bool:
     """Does ``text`` stop inside a bracket or a quote, or right after a comma?"""
     state = _Walk()
@@ -148,6 +157,43 @@ def parse_python_dict(text: str) -> dict[str, Any]:
     return out
 
 
+def parse_python_dict_nested(text: str) -> tuple[dict[str, Any], bool]:
+    """A logged ``str(dict)`` whose dicts are read at every depth, and whether the text was
+    cut off inside it. A dict that holds a value ``literal_eval`` refuses (``nan``, an
+    object's repr) is read item by item, so the dicts in it are still read; where the
+    text ends inside a dict, its last item is left out (its value may be cut short)."""
+    body, closed = balanced_prefix(text.strip())
+    if closed:
+        value = literal(body)
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}, False
+    inner = body.strip()
+    inner = inner[1:] if inner.startswith("{") else inner
+    inner = inner[:-1] if closed and inner.endswith("}") else inner
+    items = split_top_level(inner)
+    out: dict[str, Any] = {}
+    for i, item in enumerate(items):
+        key, sep, raw = _split_once(item, ":")
+        if raw.startswith("{"):
+            out[str(literal(key))] = parse_python_dict_nested(raw)[0]
+        elif sep and (closed or i < len(items) - 1):  # not the item the text ended in
+            out[str(literal(key))] = literal(raw)
+    return out, not closed
+
+
+def holding_keys(obj: Any, keys: tuple[str, ...], depth: int = 3) -> dict[str, Any] | None:
+    """The first dict in ``obj`` (itself, or nested at most ``depth`` deep) that has
+    every one of ``keys``."""
+    level = [obj]
+    for _ in range(depth + 1):
+        dicts = [d for d in level if isinstance(d, dict)]
+        for d in dicts:
+            if all(k in d for k in keys):
+                return d
+        level = [v for d in dicts for v in d.values()]
+    return None
+
+
 def parse_key_values(text: str) -> dict[str, Any]:
     """``key=value, key=value`` (VllmConfig, ``Namespace(...)`` or ``SpeculativeConfig(...)``)."""
     text = text.strip()
@@ -177,9 +223,12 @@ def _split_once(item: str, sep: str) -> tuple[str, str, str]:
 
 __all__ = [
     "balanced_prefix",
+    "bracket_depth",
+    "holding_keys",
     "is_open",
     "literal",
     "parse_key_values",
     "parse_python_dict",
+    "parse_python_dict_nested",
     "split_top_level",
 ]
