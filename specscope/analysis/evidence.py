@@ -38,6 +38,21 @@ class Evidence:
     # (quadratic in runs) and no second copy of the table (partition_by).
     _spans: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict, repr=False)
     _slim: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    _dp: set[str] | None = field(default=None, repr=False)
+
+    def data_parallel(self) -> set[str]:
+        """The runs whose rows come from more than one engine, found in one pass."""
+        if self._dp is None:
+            if "engine" not in self.spec.columns or self.spec.is_empty():
+                self._dp = set()
+            else:
+                many = (
+                    self.spec.group_by("run_id")
+                    .agg(pl.col("engine").drop_nulls().n_unique().alias("n"))
+                    .filter(pl.col("n") > 1)
+                )
+                self._dp = {str(r) for r in many["run_id"].to_list()}
+        return self._dp
 
     def _rows(self, table: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
         # Detectors filter a run's rows again and again: without the lists and strings
@@ -313,9 +328,9 @@ def engine_sums(ev: Evidence, run_id: str) -> list[tuple[int, dict[str, Any]]]:
     its own line): one engine whose drafter fails hides in the run's sum behind the others.
     None for a run of one engine, or where the rows at hand are not all of the run's (a
     fleet's detect reads only the rows a question needs)."""
-    rows = ev.spec_of(run_id)  # a slice of the run's rows: no filter over every run's
-    if "engine" not in rows.columns or rows["engine"].drop_nulls().n_unique() <= 1:
+    if run_id not in ev.data_parallel():
         return []
+    rows = ev.spec_of(run_id)  # a slice of the run's rows: no filter over every run's
     total = ev.per_run.get(run_id, {}).get("draft_tokens")
     if not total or int(rows["draft_tokens"].fill_null(0).sum()) != int(total):
         return []
