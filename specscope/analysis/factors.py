@@ -27,16 +27,17 @@ FACTORS = (
 )
 
 
-def what_moves(
-    spec: pl.DataFrame, runs: Mapping[str, Mapping[str, Any]], *, z: float
-) -> list[dict[str, Any]]:
-    """Per factor: weighted acceptance per value, and the effect where two runs differ in
-    that factor alone (matched pairs); where no such pair exists, what it is confounded with."""
-    per_run: dict[str, dict[str, float]] = {}
-    loads: dict[str, str | None] = {}
-    running = pl.col("running_reqs") if "running_reqs" in spec.columns else pl.lit(None)
-    for row in (
-        spec.filter(pl.col("drafts").is_not_null())
+def factor_sums(spec: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Per run, what ``what_moves`` reads of its rows: the summed counts of the rows with
+    drafts and the median requests running. A run's rows all come from one source, so the
+    sums of a store's sources taken a batch at a time, concatenated, are those of the whole
+    store."""
+    lazy = spec.lazy()
+    running = (
+        pl.col("running_reqs") if "running_reqs" in lazy.collect_schema().names() else pl.lit(None)
+    )
+    return (
+        lazy.filter(pl.col("drafts").is_not_null())
         .group_by("run_id")
         .agg(
             pl.col("accepted_tokens").sum(),
@@ -44,8 +45,29 @@ def what_moves(
             pl.col("drafts").sum(),
             running.median().alias("running"),
         )
-        .to_dicts()
-    ):
+        .with_columns(pl.col("run_id").cast(pl.String))
+        .collect()
+    )
+
+
+def what_moves(
+    spec: pl.DataFrame | None,
+    runs: Mapping[str, Mapping[str, Any]],
+    *,
+    z: float,
+    sums: pl.DataFrame | None = None,
+) -> list[dict[str, Any]]:
+    """Per factor: weighted acceptance per value, and the effect where two runs differ in
+    that factor alone (matched pairs); where no such pair exists, what it is confounded with.
+    From the rows in ``spec``, or their ``factor_sums`` already made (``sums``)."""
+    per_run: dict[str, dict[str, float]] = {}
+    loads: dict[str, str | None] = {}
+    if sums is None:
+        if spec is None:
+            raise ValueError("what_moves needs the rows or their factor_sums")
+        sums = factor_sums(spec)
+    # In the order of the runs: the same whichever order the sums were made in.
+    for row in sums.sort("run_id").to_dicts():
         if row["draft_tokens"]:
             per_run[row["run_id"]] = row
             loads[row["run_id"]] = _load(row["running"])
@@ -140,7 +162,7 @@ def _pair(
     }
 
 
-__all__ = ["FACTORS", "what_moves"]
+__all__ = ["FACTORS", "factor_sums", "what_moves"]
 
 
 def _load(median_running: float | None) -> str | None:

@@ -22,7 +22,8 @@ from typing import Any
 import polars as pl
 
 from specscope.analysis.advise import advice_of
-from specscope.analysis.detectors import findings_of
+from specscope.analysis.detectors import NEEDED_OVER_ROWS, findings_of
+from specscope.analysis.detectors.needed import gather_needed
 from specscope.analysis.evidence import Evidence, gather
 from specscope.analysis.factors import what_moves
 from specscope.analysis.findings import Finding, json_safe
@@ -31,6 +32,7 @@ from specscope.errors import SpecscopeError
 from specscope.logs.source import unhashed
 from specscope.report import charts, setups
 from specscope.report.redact import Redactor
+from specscope.report.streamed import Streamed, streamed
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config
 
@@ -134,7 +136,8 @@ def build_report(
     the runs those name listed, charts by setup."""
     red = redactor or Redactor()
     ids = list(run_ids or [])
-    ev = gather(store, run_ids=ids or None, config=config or load_config(), reference=reference)
+    config = config or load_config()
+    ev, fleet = _evidence(store, ids, config, reference, per_run=per_run)
     found = findings_of(ev)
     z = ev.config["evidence"]["z"]
     grouped = not per_run and len(ev.per_run) > setups.LIST_RUNS_UP_TO
@@ -198,13 +201,17 @@ def build_report(
     if grouped:
         per_position = _setup_curves(ev.per_run, setup_of, table)
     advice = [a.to_dict() for a in advice_of(_only(ev, listed))]
+    rows: pl.DataFrame | Streamed = ev.spec
+    if fleet:  # the rows are not all held: their sums, a batch of sources at a time
+        rows = streamed(store, setups.chart_names(setup_of, table), config, run_ids=ids)
     moves = what_moves(
-        ev.spec.select(_COUNTS),
+        rows.select(_COUNTS) if isinstance(rows, pl.DataFrame) else None,
         {
             r: {**run, "source": shown.get(run.get("source") or "", run.get("source"))}
             for r, run in ev.runs.items()
         },
         z=ev.config["evidence"]["z"],
+        sums=None if isinstance(rows, pl.DataFrame) else rows.factor_sums,
     )
     if grouped:
         moves = [setups.fewer_pairs(m) for m in moves]
@@ -230,11 +237,13 @@ def build_report(
         report.runs_left = sum(1 for r in with_records if r in ev.runs) - len(report.runs)
     bars = table[: setups.MAX_SETUP_BARS] if grouped else []
     if with_charts:
-        spec = ev.spec.select(charts.READS)
-        if grouped:
-            spec = setups.named_rows(spec, setups.chart_names(setup_of, table))
+        drawn = rows
+        if isinstance(drawn, pl.DataFrame):
+            drawn = drawn.select(charts.READS)
+            if grouped:
+                drawn = setups.named_rows(drawn, setups.chart_names(setup_of, table))
         report.charts, report.captions, report.chart_notes = _charts(
-            spec,
+            drawn,
             report.per_position,
             [{**s, "run_id": s["setup"], "label": s["setup"]} for s in red.walk(bars)]
             if grouped
@@ -245,6 +254,28 @@ def build_report(
         )
     report.redaction = red.summary()
     return report
+
+
+def _evidence(
+    store: Store,
+    ids: list[str],
+    config: Config,
+    reference: list[dict[str, Any]] | None,
+    *,
+    per_run: bool,
+) -> tuple[Evidence, bool]:
+    """The evidence, and whether its rows are only those the detectors need (``detect``'s
+    way over a fleet's rows: then the charts and factors sum the rows a batch at a time).
+    A report that lists every run, or has few, holds every row as before."""
+    if not per_run and store.sums_cover_rows() and _spec_rows(store) > NEEDED_OVER_ROWS:
+        ev = gather_needed(store, run_ids=ids or None, config=config, reference=reference)
+        if len(ev.per_run) > setups.LIST_RUNS_UP_TO:
+            return ev, True
+    return gather(store, run_ids=ids or None, config=config, reference=reference), False
+
+
+def _spec_rows(store: Store) -> int:
+    return int(store.spec_decode.select(pl.len()).collect().item())
 
 
 def _setup_curves(
@@ -455,7 +486,7 @@ _NOT_DRAWN = {
 
 
 def _charts(
-    spec: pl.DataFrame,
+    spec: pl.DataFrame | Streamed,
     per_position: list[dict[str, Any]],
     runs: list[dict[str, Any]],
     red: Redactor,
@@ -466,13 +497,19 @@ def _charts(
     """The charts that have something to show, what each shows, and a sentence for each
     one left out. ``grouped``: ``spec``'s run ids and ``runs`` are setups."""
     labels = {r["run_id"]: r["label"] for r in runs}
-    timed = setups.over_time_rows(spec, points=setups.OVER_TIME_POINTS) if grouped else spec
+    if isinstance(spec, Streamed):  # summed already, over every row
+        timed, running = spec.over_time, spec.running
+        binned = spec.prefix_cache
+        prefix = charts.prefix_cache_chart(binned, red, labels) if binned is not None else None
+    else:
+        timed = setups.over_time_rows(spec, points=setups.OVER_TIME_POINTS) if grouped else spec
+        running, prefix = spec, charts.against_prefix_cache(spec, red, labels)
     runs = runs[: setups.MAX_SETUP_BARS] if grouped else runs
     built = [
         ("per_position", charts.per_position(per_position, red, z=z)),
         ("over_time", charts.over_time(timed, red, labels)),
-        ("running", charts.against_running(spec, z=z)),
-        ("prefix_cache", charts.against_prefix_cache(spec, red, labels)),
+        ("running", charts.against_running(running, z=z)),
+        ("prefix_cache", prefix),
         ("across_runs", charts.across_runs(runs, red, z=z)),
     ]
     out, captions, notes = [], {}, []

@@ -270,21 +270,52 @@ def against_prefix_cache(
     )
     if n < 2 or rates < 2:
         return None
-    bins = max(2, min(100, MAX_POINTS // max(1, runs or 1)))
-    binned = (
-        rows.group_by(
-            pl.col("run_id").alias("run"),
+    return prefix_cache_chart(
+        prefix_cache_added(prefix_cache_sums(rows, prefix_cache_bins(runs))), redact, labels
+    )
+
+
+def prefix_cache_bins(runs: int | None) -> int:
+    """Bins of hit rate: one percentage point, coarser when ``runs`` lines would give more
+    than ``MAX_POINTS`` points."""
+    return max(2, min(100, MAX_POINTS // max(1, runs or 1)))
+
+
+def prefix_cache_sums(rows: pl.DataFrame | pl.LazyFrame, bins: int) -> pl.DataFrame:
+    """Per run and bin of hit rate, the counts summed (of rows with a hit rate and drafted
+    tokens); the sums of parts of the rows add up to those of the whole."""
+    return (
+        rows.lazy()
+        .group_by(
+            pl.col("run_id").cast(pl.String).alias("run"),
             ((pl.col("prefix_cache_hit_rate") * bins).round(0) / bins).alias(
                 "prefix_cache_hit_rate"
             ),
         )
-        .agg(
-            (pl.col("accepted_tokens").sum() / pl.col("draft_tokens").sum()).alias("acceptance"),
-            pl.col("drafts").sum(),
-        )
-        .sort("run", "prefix_cache_hit_rate")
+        .agg(pl.col("accepted_tokens", "draft_tokens", "drafts").sum())
         .collect()
     )
+
+
+def prefix_cache_added(sums: pl.DataFrame) -> pl.DataFrame:
+    """``prefix_cache_sums`` of parts added up, each bin's acceptance from its sums."""
+    return (
+        sums.group_by("run", "prefix_cache_hit_rate")
+        .agg(pl.col("accepted_tokens", "draft_tokens", "drafts").sum())
+        .select(
+            "run",
+            "prefix_cache_hit_rate",
+            (pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance"),
+            "drafts",
+        )
+        .sort("run", "prefix_cache_hit_rate")
+    )
+
+
+def prefix_cache_chart(
+    binned: pl.DataFrame, redact: Redact, labels: Mapping[str, str] | None = None
+) -> Spec:
+    """The chart of ``prefix_cache_added``'s bins."""
     named = labels or {}
     data = [
         {**r, "run": redact(named.get(str(r["run"]), str(r["run"])))} for r in binned.to_dicts()

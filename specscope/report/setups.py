@@ -234,13 +234,10 @@ def over_time_rows(named: pl.DataFrame, *, points: int) -> pl.DataFrame:
     timed = named.filter(pl.col("ts").is_not_null())
     if timed.is_empty():
         return timed
-    first, last = timed["ts"].min(), timed["ts"].max()
-    span = last - first if isinstance(first, datetime) and isinstance(last, datetime) else None
     lines = max(1, timed["run_id"].n_unique())
-    seconds = span.total_seconds() if span is not None else 0.0
-    bucket = max(1, int(seconds * lines / max(1, points)) + 1)
+    bucket = over_time_bucket(timed["ts"].min(), timed["ts"].max(), lines, points=points)
     return (
-        timed.with_columns(pl.col("ts").dt.truncate(f"{bucket}s"))
+        timed.with_columns(pl.col("ts").dt.truncate(bucket))
         .group_by("run_id", "ts")
         .agg(
             pl.col("drafts", "draft_tokens", "accepted_tokens").sum(),
@@ -248,6 +245,14 @@ def over_time_rows(named: pl.DataFrame, *, points: int) -> pl.DataFrame:
         )
         .sort("run_id", "ts")
     )
+
+
+def over_time_bucket(first: Any, last: Any, lines: int, *, points: int) -> str:
+    """The time bucket (``dt.truncate``'s) that gives ``lines`` lines from ``first`` to
+    ``last`` about ``points`` points in all."""
+    span = last - first if isinstance(first, datetime) and isinstance(last, datetime) else None
+    seconds = span.total_seconds() if span is not None else 0.0
+    return f"{max(1, int(seconds * max(1, lines) / max(1, points)) + 1)}s"
 
 
 def severity_said(counts: Mapping[str, int]) -> str:
