@@ -205,6 +205,12 @@ def spec_row(totals: Totals, max_k: int) -> tuple[dict[str, Any] | None, str]:
         )
     if accepted < 0:
         return None, "more verify steps than generated tokens: not one server's counters"
+    if drafts is None and tokens is None:
+        # Accepted tokens over nothing: no rate, and a k that is only the positions seen.
+        return None, (
+            "accepted tokens counted but not what was drafted (part of the counters "
+            "pasted): nothing to judge acceptance on"
+        )
     row = {
         "drafts": _count(drafts),
         "draft_tokens": _count(tokens),

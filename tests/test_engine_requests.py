@@ -221,3 +221,16 @@ def test_nothing_drafted_is_stored_alike_in_every_engine() -> None:
     assert [tuple(r.get(k) for k in keys) for r in trt] == [(0, 0, 0, None)]
     assert [tuple(r.get(k) for k in keys) for r in vllm] == [(0, 0, 0, None)]
     assert trt[0].get("mean_acceptance_length") is None
+
+
+def test_pasted_counters_without_a_denominator_are_nothing_to_judge() -> None:
+    """Accepted tokens pasted without drafts or drafted tokens (a paste cut after its first
+    position) have no rate; a row would make k the positions that happen to be there."""
+    result = parse_text(
+        'vllm:spec_decode_num_accepted_tokens_created{engine="0",model_name="m"} 1756736798.73\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",'
+        'position="0"} 7\n'
+    )
+    assert result.tables.get("spec_decode", []) == []
+    assert [s.line for s in result.skipped] == [2]
+    assert "not what was drafted" in result.skipped[0].reason
