@@ -134,7 +134,8 @@ class LineParser:
     @property
     def quiet(self) -> bool:
         """Nothing carried over from earlier lines: the next line is read on its own."""
-        return self.open_line() is None
+        held = (self._pending, self._held, self._block, self._config_pending)
+        return held.count(None) == 4 and not self._pastes.json.lines
 
     def open_line(self) -> int | None:
         """The first line of what is still held (a record, a wrapped line, a block, a
