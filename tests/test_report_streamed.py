@@ -113,3 +113,35 @@ def test_a_run_asked_for_is_summed_alone(pulled: Path, monkeypatch: pytest.Monke
     batched = _said(build_report(store, run_ids=runs))
     assert whole == batched
     assert whole["runs_not_listed"] + len(whole["runs"]) == 30
+
+
+def _cut(move: dict[str, Any], keep: int) -> dict[str, Any]:
+    """All of a factor's matched pairs cut, in full, to ``keep`` at each end."""
+    pairs = move["matched_pairs"]
+    if len(pairs) <= 2 * keep:
+        return {**move, "matched_pairs_total": len(pairs)}
+
+    def rank(p: dict[str, Any]) -> tuple[float, str, str]:
+        return (p["difference"], p["run_a"], p["run_b"])
+
+    ranked = sorted(pairs, key=rank)
+    return {
+        **move,
+        "matched_pairs": ranked[:keep] + ranked[-keep:],
+        "matched_pairs_total": len(pairs),
+    }
+
+
+def test_the_pairs_kept_are_those_at_either_end_of_all_of_them(pulled: Path) -> None:
+    """Over many runs alike, what_moves counts the pairs and makes only those it keeps:
+    the same as making every pair and cutting the list."""
+    from specscope.analysis.evidence import gather
+    from specscope.analysis.factors import what_moves
+
+    ev = gather(open_store(pulled))
+    rows = ev.spec.select("run_id", "drafts", "draft_tokens", "accepted_tokens", "running_reqs")
+    every = what_moves(rows, ev.runs, z=1.96)
+    kept = what_moves(rows, ev.runs, z=1.96, keep_pairs=12)
+    assert max(len(m["matched_pairs"]) for m in every) > 24  # some factor was cut
+    assert any(0 < len(m["matched_pairs"]) <= 24 for m in every)  # and some was not
+    assert kept == [_cut(m, 12) for m in every]

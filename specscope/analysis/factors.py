@@ -4,8 +4,9 @@ alone, and otherwise what the factor is confounded with."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import polars as pl
@@ -56,10 +57,13 @@ def what_moves(
     *,
     z: float,
     sums: pl.DataFrame | None = None,
+    keep_pairs: int | None = None,
 ) -> list[dict[str, Any]]:
     """Per factor: weighted acceptance per value, and the effect where two runs differ in
     that factor alone (matched pairs); where no such pair exists, what it is confounded with.
-    From the rows in ``spec``, or their ``factor_sums`` already made (``sums``)."""
+    From the rows in ``spec``, or their ``factor_sums`` already made (``sums``).
+    ``keep_pairs``: each factor's matched pairs cut to those at either end of the
+    differences, ``matched_pairs_total`` saying how many there are."""
     per_run: dict[str, dict[str, float]] = {}
     loads: dict[str, str | None] = {}
     if sums is None:
@@ -96,7 +100,6 @@ def what_moves(
                     "interval": [low, high],
                 }
             )
-        pairs = []
         others = [f for f in FACTORS if f != factor]
         # Only runs alike in everything else can pair: bucket them first rather than try
         # every pair (thousands of runs would make that quadratic).
@@ -106,15 +109,7 @@ def what_moves(
             if run.get(factor) is not None:
                 key = repr([run.get("model"), *(run.get(o) for o in others)])
                 alike.setdefault(key, []).append(run_id)
-        for ids in alike.values():
-            for a, b in itertools.combinations(ids, 2):
-                va, vb = runs[a].get(factor), runs[b].get(factor)
-                if va == vb:
-                    continue
-                if str(va) > str(vb):  # every pair in one direction, so effects compare
-                    a, b, va, vb = b, a, vb, va
-                pairs.append(_pair(per_run[a], per_run[b], a, b, va, vb, z))
-        pairs.sort(key=lambda p: (p["run_a"], p["run_b"]))
+        pairs, total = _pairs(alike, per_run, runs, factor, z, keep_pairs)
         confounded = (
             sorted(
                 {
@@ -127,15 +122,60 @@ def what_moves(
             if not pairs
             else []
         )
-        out.append(
-            {
-                "factor": factor,
-                "groups": groups,
-                "matched_pairs": pairs,
-                "confounded_with": confounded,
-            }
-        )
+        move: dict[str, Any] = {
+            "factor": factor,
+            "groups": groups,
+            "matched_pairs": pairs,
+            "confounded_with": confounded,
+        }
+        if keep_pairs is not None:
+            move["matched_pairs_total"] = total
+        out.append(move)
     return out
+
+
+_Candidate = tuple[float, str, str, Any, Any]  # difference, run a, run b, their values
+
+
+def _pairs(
+    alike: Mapping[str, list[str]],
+    per_run: Mapping[str, Mapping[str, float]],
+    runs: Mapping[str, Mapping[str, Any]],
+    factor: str,
+    z: float,
+    keep: int | None,
+) -> tuple[list[dict[str, Any]], int]:
+    """The matched pairs (by run ids), and how many there are. ``keep``: where there are
+    more than twice as many, only the ``keep`` of lowest difference and the ``keep`` of
+    highest (by difference, then ids), in that order; the rest are counted, never made
+    (runs alike by the thousand pair by the hundred thousand)."""
+    rate = {r: s["accepted_tokens"] / s["draft_tokens"] for r, s in per_run.items()}
+
+    def candidates() -> Iterator[_Candidate]:
+        for ids in alike.values():
+            for a, b in itertools.combinations(ids, 2):
+                va, vb = runs[a].get(factor), runs[b].get(factor)
+                if va == vb:
+                    continue
+                if str(va) > str(vb):  # every pair in one direction, so effects compare
+                    a, b, va, vb = b, a, vb, va
+                yield rate[b] - rate[a], a, b, va, vb
+
+    def made(chosen: Iterable[_Candidate]) -> list[dict[str, Any]]:
+        return [_pair(per_run[a], per_run[b], a, b, va, vb, z) for _, a, b, va, vb in chosen]
+
+    total = sum(1 for _ in candidates()) if keep is not None else 0
+    if keep is None or total <= 2 * keep:
+        pairs = made(candidates())
+        pairs.sort(key=lambda p: (p["run_a"], p["run_b"]))
+        return pairs, len(pairs)
+
+    def rank(c: _Candidate) -> tuple[float, str, str]:
+        return c[0], c[1], c[2]
+
+    lowest = heapq.nsmallest(keep, candidates(), key=rank)
+    highest = sorted(heapq.nlargest(keep, candidates(), key=rank), key=rank)
+    return made(lowest) + made(highest), total
 
 
 def _pair(

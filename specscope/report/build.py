@@ -212,9 +212,8 @@ def build_report(
         },
         z=ev.config["evidence"]["z"],
         sums=None if isinstance(rows, pl.DataFrame) else rows.factor_sums,
+        keep_pairs=setups.PAIRS_KEPT if grouped else None,
     )
-    if grouped:
-        moves = [setups.fewer_pairs(m) for m in moves]
     # The one choke point: every string the report holds goes through the redactor here,
     # whatever field it sits in (what the renderers print, and what --json prints).
     report = Report(

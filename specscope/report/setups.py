@@ -11,7 +11,6 @@ setup), the worst findings of each kind in full and how many more there are.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -156,26 +155,6 @@ def shown_setups(table: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dic
 
 
 PAIRS_KEPT = 5  # of each end: the matched pairs with the lowest and the highest difference
-
-
-def fewer_pairs(move: dict[str, Any]) -> dict[str, Any]:
-    """A factor of ``what_moves`` with its matched pairs cut to those at either end of the
-    differences (thousands of runs alike pair by the thousand); ``matched_pairs_total``
-    says how many there were."""
-    pairs = move["matched_pairs"]
-    if len(pairs) <= 2 * PAIRS_KEPT:
-        return {**move, "matched_pairs_total": len(pairs)}
-
-    def rank(p: dict[str, Any]) -> tuple[float, str, str]:
-        return (p["difference"], p["run_a"], p["run_b"])
-
-    lowest = heapq.nsmallest(PAIRS_KEPT, pairs, key=rank)
-    highest = sorted(heapq.nlargest(PAIRS_KEPT, pairs, key=rank), key=rank)
-    return {
-        **move,
-        "matched_pairs": lowest + highest,
-        "matched_pairs_total": len(pairs),
-    }
 
 
 def _counts(agg: Mapping[str, Any]) -> tuple[float, float, float] | None:

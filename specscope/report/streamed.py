@@ -28,7 +28,7 @@ from specscope.schema import polars_schema
 from specscope.store.reading import Store
 from specscope.thresholds import Config
 
-BATCH_ROWS = 500_000  # spec-decode rows stored a batch reads at most (a source whole)
+BATCH_ROWS = 200_000  # spec-decode rows stored a batch reads at most (a source whole)
 
 _SPEC = (
     "run_id",
