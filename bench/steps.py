@@ -7,7 +7,8 @@
 - prepare: what the walk gets per block (scan + the plain records typed by polars); it
   runs in a thread beside the walk, so only what the walk waits for adds to the total
 - walk: the Python bookkeeping (runs, stretches, lines fed to the line parser), of which
-  keep (the bulk rows' engine and stats line) and stage (Arrow IPC of each block's rows)
+  keep (the bulk rows' engine and stats line), stage (Arrow IPC of each block's rows) and
+  lines fed (the disturbed lines, one by one to the line parser: CPU a line)
 - write: after the parse, the stage read back, run rows and summaries, Parquet
 
 Timers wrap the functions in place: seconds of wall time, and of the calling thread's CPU
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SPENT: dict[str, float] = defaultdict(float)
 CPU: dict[str, float] = defaultdict(float)
+CALLS: dict[str, int] = defaultdict(int)
 
 
 def timed(owner: Any, name: str, label: str) -> None:
@@ -47,6 +49,7 @@ def timed(owner: Any, name: str, label: str) -> None:
         finally:
             SPENT[label] += time.perf_counter() - start
             CPU[label] += time.thread_time() - cpu
+            CALLS[label] += 1
 
     setattr(owner, name, wrapper)
 
@@ -90,12 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     timed(bulk._BulkReader, "_walk", "walk")
     timed(bulk._BulkReader, "_keep", "walk: keep")
     timed(staging.Stage, "flush", "walk: stage")
+    timed(bulk._Walk, "feed", "walk: lines fed")  # the disturbed lines, to the line parser
     timed(ingest, "parse_source", "parse")
-    labels = ("parse", "prepare (thread)", "walk", "walk: keep", "walk: stage")
+    labels = ("parse", "prepare (thread)", "walk", "walk: keep", "walk: stage", "walk: lines fed")
+    fed = 0
     best: dict[str, tuple[float, float]] = {}
     for _ in range(args.repeat):
         SPENT.clear()
         CPU.clear()
+        CALLS.clear()
         work = Path(tempfile.mkdtemp(prefix="specscope-steps-"))
         try:
             start, cpu = time.perf_counter(), time.process_time()
@@ -105,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         report.raise_for_errors()
+        fed = CALLS["walk: lines fed"]
         SPENT["write"] = SPENT["ingest"] - SPENT["parse"]
         CPU["write"] = CPU["ingest"] - CPU["parse"] - CPU["prepare (thread)"]
         for label in ("ingest", *labels, "write"):
@@ -114,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ingest {best['ingest'][0]:.2f} s wall, {best['ingest'][1]:.2f} s CPU ({kind})")
     for label in labels:
         print(f"  {label}: {best[label][0]:.2f} s wall, {best[label][1]:.2f} s CPU")
+    if fed:
+        each = best["walk: lines fed"][1] / fed * 1e6
+        print(f"  ({fed:,} lines fed to the line parser, {each:.0f} µs of CPU each)")
     print(
         f"  write (after the parse): {best['write'][0]:.2f} s wall, "
         f"{best['write'][1]:.2f} s CPU (the process's rest: the write, polars' own threads)"
