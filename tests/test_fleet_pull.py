@@ -251,6 +251,26 @@ def test_chunked_pull_equals_the_unchunked_one_and_the_servers_rates(fleet, tmp_
         ]
 
 
+def test_intervals_made_a_group_of_instances_at_a_time_are_the_whole_batchs(
+    fleet, tmp_path, monkeypatch
+):
+    """The intervals of a chunk, made a few instances at a time (to bound their sorts and
+    joins), are the rows, runs and notes of the chunk made at once."""
+    import specscope.prometheus.pull as pulling
+
+    prom, _, start, end = fleet
+    got = {}
+    for group in (None, 3, 17):
+        monkeypatch.setattr(pulling, "GROUP_SERIES", group)
+        report = pull(
+            prom.url, store=tmp_path / str(group), start=start, end=end, chunk_series=None
+        )
+        got[group] = (_rows(tmp_path / str(group)), report.runs, report.added, report.notes)
+    for group in (3, 17):
+        assert got[group][0].equals(got[None][0])
+        assert got[group][1:] == got[None][1:]
+
+
 def test_the_cli_reads_in_the_chunks_it_is_told(fleet, tmp_path, cli):
     """`pull --chunk-series N` packs the instances as the library does; 0 reads every
     series at once; both store the rows of the library's unchunked pull."""

@@ -21,7 +21,7 @@ def counted_rows(
     samples: pl.DataFrame,
     series: pl.DataFrame,
     after: float | None,
-    notes: list[str],
+    not_stored: dict[str, int],
     max_k: int,
 ) -> pl.DataFrame:
     """TensorRT-LLM's and SGLang's spec-decode counters, one interval at a time through the
@@ -122,8 +122,8 @@ def counted_rows(
                     "extra": json.dumps(extra, sort_keys=True) if extra else None,
                 }
             )
-    for reason, n in why.items():
-        notes.append(f"{n:,} interval(s) not stored: {reason}")
+    for reason, n in why.items():  # counted here, said once by the caller over its batches
+        not_stored[reason] = not_stored.get(reason, 0) + n
     if not rows:
         return pl.DataFrame()
     schema = pl.Schema(

@@ -269,47 +269,77 @@ def _wide(rows: pl.DataFrame, value: str, columns: Iterable[str]) -> pl.DataFram
     )
 
 
-def intervals(series: Iterable[Series], *, after: float | None = None) -> Intervals:
+def intervals(
+    series: Iterable[Series], *, after: float | None = None, group_series: int | None = None
+) -> Intervals:
     """Interval rows for every target in ``series``; intervals ending at or before
-    ``after`` (what an earlier pull stored) are left out."""
-    out = Intervals()
-    got = _samples(series)
-    bad = ", ".join(f"{n:,} {why}" for why, n in got.dropped.items() if n)
+    ``after`` (what an earlier pull stored) are left out. With ``group_series``, computed
+    for a group of instances at a time (of at most that many series): the sorts and joins
+    then hold a group's samples, not the batch's (a target's series are all in its group)."""
+    out, parts = Intervals(), []
+    dropped, names = dict.fromkeys(("NaN", "±Inf", "negative"), 0), set()
+    not_stored: dict[str, int] = {}  # intervals of counters left out, by why
+    for group in _instance_groups(list(series), group_series):
+        got = _samples(group)
+        dropped = {why: n + got.dropped.get(why, 0) for why, n in dropped.items()}
+        names |= set(got.series["name"].to_list())
+        part = _target_intervals(got, after, not_stored)
+        out.runs.update(part.runs)
+        parts.append(part)
+    if parts:
+        out.spec_decode, out.engine_stats = (
+            pl.concat([getattr(p, table) for p in parts], how="diagonal_relaxed")
+            for table in ("spec_decode", "engine_stats")
+        )
+    bad = ", ".join(f"{n:,} {why}" for why, n in dropped.items() if n)
     if bad:
         out.notes.append(
             f"samples dropped ({bad}): not a count, so not read as a counter restart either"
         )
-    names = set(got.series["name"].to_list())
     if V0_ONLY in names and "vllm:spec_decode_num_drafts_total" not in names:
         out.notes.append(
             "V0 spec-decode counters skipped: V0 adds its running totals to them every few "
             "seconds, so they over-count (ingest the V0 log lines instead)"
         )
+    out.notes.extend(f"{n:,} interval(s) not stored: {why}" for why, n in not_stored.items())
+    return out
+
+
+def _instance_groups(series: list[Series], most: int | None) -> list[list[Series]]:
+    """The series in groups of whole instances, each of at most ``most`` series (or one
+    instance's, if it has more); one group of all without ``most``."""
+    if not most:
+        return [series]
+    by_instance: dict[str | None, list[Series]] = {}
+    for s in series:
+        by_instance.setdefault(s.labels.get("instance"), []).append(s)
+    groups: list[list[Series]] = [[]]
+    for members in by_instance.values():
+        if groups[-1] and len(groups[-1]) + len(members) > most:
+            groups.append([])
+        groups[-1].extend(members)
+    return groups
+
+
+def _target_intervals(got: _Samples, after: float | None, not_stored: dict[str, int]) -> Intervals:
+    out = Intervals()
     keep = pl.lit(True) if after is None else pl.col("t") > after
-    counted = counted_rows(got.points, got.series, after, out.notes, MAX_POSITION + 1)
+    counted = counted_rows(got.points, got.series, after, not_stored, MAX_POSITION + 1)
     spec = [_spec_rows(got, keep), _sglang_spec_rows(got, keep, counted), counted]
     stats = [
         _stats_rows(got, keep),
         _other_stats_rows(got, keep, "sglang:", "prometheus_sglang"),
         _other_stats_rows(got, keep, "trtllm:", "prometheus"),
     ]
+    columns = {"_instance": 0, "_model": 1, "_engine": 2}
     targets = pl.DataFrame(
-        {
-            "tid": range(len(got.targets)),
-            "_instance": [t[0] for t in got.targets],
-            "_model": [t[1] for t in got.targets],
-            "_engine": [t[2] for t in got.targets],
-            "_key": [target_key(t) for t in got.targets],
-            "engine": [_int(t[2]) for t in got.targets],
-        },
-        schema={
-            "tid": pl.Int64,
-            "_instance": pl.String,
-            "_model": pl.String,
-            "_engine": pl.String,
-            "_key": pl.String,
-            "engine": pl.Int32,
-        },
+        {"tid": range(len(got.targets))}
+        | {c: [t[i] for t in got.targets] for c, i in columns.items()}
+        | {"_key": [target_key(t) for t in got.targets]}
+        | {"engine": [_int(t[2]) for t in got.targets]},
+        schema={"tid": pl.Int64}
+        | dict.fromkeys([*columns, "_key"], pl.String)
+        | {"engine": pl.Int32},
     )
     out.spec_decode = _finish_rows(spec, targets)
     out.engine_stats = _finish_rows(stats, targets)

@@ -83,6 +83,9 @@ IN_FLIGHT = 2  # requests at a time: the server answers one while it works out t
 # samples (a 2,000-series chunk scraped every 15 s for an hour and a quarter), which a
 # pull turns into rows within ~250 MB (bench/README.md, "Fleet pulls").
 SPAN_BYTES = 16 * MB
+# Intervals are made for this many series at a time: their sorts and joins copy what they
+# are given several times over, the chunk's decoded samples only once.
+GROUP_SERIES = 500
 _TOO_MANY = regex.compile(r"too many samples|exceeded.*(?:sample|point)|max.?samples", regex.I)
 
 
@@ -490,7 +493,7 @@ def _pull_span(
         return None  # what came before is stored: the pull's report says where it stopped
     report.notes.extend(f"followed a redirect to {o}" for o in sorted(client.http.followed))
     report.notes.extend(gathered.notes())
-    got = intervals(gathered.series(), after=None)
+    got = intervals(gathered.series(), after=None, group_series=GROUP_SERIES)
     del gathered  # the part's samples: what is held is its rows, not the fleet's
     report.notes.extend(got.notes)
     # Committed now: a later part or chunk that fails leaves this one stored. The
