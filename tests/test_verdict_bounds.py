@@ -147,3 +147,48 @@ def test_healthy_engines_of_a_dp_run_are_not_blamed(tmp_path):
     found = _detect(tmp_path, _dp([[[160, 120, 90]] * 5, [[140, 80, 50]] * 5]))
     blame = {"zero_acceptance", "low_acceptance", "position_cliff", "concurrency_collapse"}
     assert not blame & {f.kind for f in found}, [f.explanation for f in found]
+
+
+def test_engines_at_two_loads_are_not_a_concurrency_collapse(tmp_path):
+    """Engine 0 always at one request (62%), engine 1 always at three (25%): no engine was
+    measured at two loads, so nothing says concurrency is the cause (the run taken whole
+    said 'collapse, certain'); engine 1's own low acceptance is what the data shows."""
+    lines = []
+    for i in range(1, 9):
+        lines += [stats(i, running=1, engine=0), spec(i, 200, [160, 120, 90])]
+        lines += [stats(i, running=3, engine=1), spec(i, 200, [70, 50, 30])]
+    found, everything = _screened_and_not(tmp_path, lines)
+    assert "concurrency_collapse" not in {f.kind for f in everything}
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in everything]
+
+
+def test_an_engine_that_collapses_under_load_is_named(tmp_path):
+    """Engine 0 at 60% with one request and 15% with three; engine 1 always at three and
+    60%: the run's sum (60% against 37%) hides it, engine 0's own two loads show it."""
+    lines = []
+    for i in range(1, 9):
+        busy = i > 4
+        lines += [stats(i, running=3 if busy else 1, engine=0)]
+        lines += [spec(i, 200, [50, 25, 15] if busy else [150, 120, 90])]
+        lines += [stats(i, running=3, engine=1), spec(i, 200, [150, 120, 90])]
+    found, everything = _screened_and_not(tmp_path, lines)
+    (collapse,) = [f for f in everything if f.kind == "concurrency_collapse"]
+    assert collapse.measured["engine"] == 0
+    assert collapse.measured["rate_one_running"] == pytest.approx(0.6)
+    assert collapse.measured["rate_two_or_more"] == pytest.approx(0.15)
+    assert "on engine 0 of this data-parallel run" in collapse.explanation
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in everything]
+
+
+def test_the_verdict_sentence_ends_once(tmp_path):
+    """A one-sentence explanation ending in a full stop is quoted with one, not two."""
+    from specscope.analysis.evidence import gather
+    from specscope.analysis.verdict import verdict_of
+
+    lines = []
+    for i in range(1, 9):
+        lines += [stats(i, running=1, engine=0), spec(i, 200, [160, 120, 90])]
+        lines += [stats(i, running=3, engine=1), spec(i, 200, [70, 50, 30])]
+    found, _ = _screened_and_not(tmp_path, lines)
+    said = verdict_of(gather(specscope.open_store(tmp_path / "store")), found)
+    assert ".." not in said and said.endswith(".")

@@ -32,7 +32,7 @@ def verdict_of(ev: Evidence, found: list[Finding]) -> str:
     return (
         f"{head} {len(worst)} {first.severity!s} finding{'s' if len(worst) != 1 else ''} "
         f"({', '.join(kinds)}). The most serious: {first.kind} in run {first.run_id}{sure}. "
-        f"{first.explanation.split('. ')[0]}."
+        f"{first.explanation.split('. ')[0].rstrip('.')}."
     )
 
 

@@ -55,10 +55,23 @@ def concurrency(ev: Evidence) -> list[Finding]:
         & pl.col("running_reqs").is_not_null()
         & (pl.col("running_reqs") >= 1)
     )
-    groups = [[r] for r in ev.runs] + [g for g in _setups(ev).values() if len(g) > 1]
+    # A data-parallel run is compared within each engine: its engines take different
+    # requests, so one engine always at one request against another always busier is two
+    # workloads, not one at two loads.
+    dp = ev.data_parallel()
+    units: list[tuple[list[str], int | None]] = []
+    for run_id in ev.runs:
+        if run_id in dp:
+            engines = ev.spec_of(run_id)["engine"].drop_nulls().unique(maintain_order=True)
+            units += [([run_id], int(e)) for e in engines]
+        else:
+            units.append(([run_id], None))
+    units += [(g, None) for g in _setups(ev).values() if len(g) > 1]
     reported: set[str] = set()
-    for group in groups:
+    for group, engine in units:
         rows = ev.spec_of(*group).filter(usable)
+        if engine is not None:
+            rows = rows.filter(pl.col("engine") == engine)
         one, many = (
             counts_of(rows.filter(pl.col("running_reqs") == 1)),
             counts_of(rows.filter(pl.col("running_reqs") >= 2)),
@@ -72,6 +85,7 @@ def concurrency(ev: Evidence) -> list[Finding]:
             continue
         reported |= set(group)
         run_id = group[0] if len(group) == 1 else ",".join(group)
+        of = "" if engine is None else f" on engine {engine} of this data-parallel run"
         out.append(
             finding_for(
                 ev,
@@ -79,14 +93,18 @@ def concurrency(ev: Evidence) -> list[Finding]:
                 Severity.CRITICAL,
                 run_id,
                 rows,
-                explanation=f"Acceptance is {one['rate']:.1%} with one request running and "
+                explanation=f"Acceptance{of} is {one['rate']:.1%} with one request running and "
                 f"{many['rate']:.1%} with two or more"
                 f"{'' if len(group) == 1 else ' (runs of one setup at different loads)'}: "
                 "drafts stop matching as soon as requests share a batch. That points at batched "
                 "drafting (per-request state, attention metadata, padding) rather than the model.",
                 next_step="reproduce with --max-num-seqs 1 against 2, try another attention "
                 "backend, and report it upstream with this evidence",
-                measured={"rate_one_running": one["rate"], "rate_two_or_more": many["rate"]},
+                measured={
+                    "rate_one_running": one["rate"],
+                    "rate_two_or_more": many["rate"],
+                    **({"engine": engine} if engine is not None else {}),
+                },
                 expected={"rate_two_or_more above": cfg["max_ratio"] * one["rate"]},
                 sample={"drafts_one": one["drafts"], "drafts_two_or_more": many["drafts"]},
                 confidence=confidence(

@@ -164,7 +164,9 @@ def concurrency(ev: Evidence) -> set[str] | None:
     empty = dict.fromkeys(next(iter(sides.values()), {}), 0)
     keep: set[str] = set()
     for ids in setups.values():
-        alone = [r for r in ids if r in sides and _collapses(ev, sides[r])]
+        # A data-parallel run is judged engine by engine there: its sum can hide one.
+        dp = ev.data_parallel()
+        alone = [r for r in ids if r in sides and (r in dp or _collapses(ev, sides[r]))]
         together = _one_after_another(ev, ids)  # the setup's group, if two or more
         if len(together) > 1 and empty:
             summed = {
