@@ -19,9 +19,10 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -31,12 +32,13 @@ import specscope
 from specscope.errors import StoreError, UsageError
 from tests.helpers import FIXTURES, ROOT
 from tests.s3_server import ACCESS_KEY, SECRET_KEY, S3Server, binary
+from tests.test_sql_engines import answer, same
 
 pytest.importorskip("obstore")
 pytestmark = pytest.mark.skipif(binary() is None, reason="s3s-fs is not installed")
 
 sys.path.insert(0, str(FIXTURES))
-import synth  # noqa: E402
+import synth  # type: ignore[import-not-found]  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +116,7 @@ def test_ingest_reads_back_with_specscope_polars_and_duckdb(
     glob = str(served / "spec_decode" / "**" / "*.parquet")
     assert pl.scan_parquet(glob, hive_partitioning=True).select(pl.len()).collect().item() == want
     got = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning=1)")
-    assert got.fetchall() == [(want,)]
+    assert got is not None and got.fetchall() == [(want,)]
     assert _stage_left(server, bucket, "fleet/a") == []
     # Read again from an empty cache: fetched and checked again.
     import shutil
@@ -133,6 +135,10 @@ def test_a_cached_file_not_as_committed_is_fetched_again(bucket: str, tmp_path: 
     assert _rows(url) == n
 
 
+def _clock(at: datetime) -> Callable[[], datetime]:
+    return lambda: at
+
+
 def test_pull_to_object_storage_resumes_like_a_folder(bucket: str, tmp_path: Path) -> None:
     from tests.prom_servers import Misbehaving
 
@@ -147,7 +153,7 @@ def test_pull_to_object_storage_resumes_like_a_folder(bucket: str, tmp_path: Pat
                     store=where,
                     since="1m",
                     retries=0,
-                    now=lambda at=start + timedelta(minutes=i): at,
+                    now=_clock(start + timedelta(minutes=i)),
                 ).added.get("spec_decode", 0)
                 for i in range(3)
             ]
@@ -347,3 +353,49 @@ def test_a_silent_endpoint_times_out(
         silent.close()
     assert time.monotonic() - began < 15
     assert "cannot be reached" in _one_line(slow.value)
+
+
+def test_the_commands_take_an_s3_store(
+    server: S3Server, bucket: str, cli: Any, tmp_path: Path
+) -> None:
+    log, _ = _log(tmp_path, 51)
+    url = f"s3://{bucket}/cli"
+    got = cli("ingest", str(log), "--store", url, "--json")
+    assert got.status == 0, got.err
+    assert json.loads(got.out)["store"] == url
+    runs = cli("runs", "--store", url, "--json")
+    assert runs.status == 0, runs.err
+    assert len(json.loads(runs.out)) == specscope.open_store(url).runs.collect().height > 0
+    for command in (("detect",), ("report", "--out", str(tmp_path / "report.md"))):
+        done = cli(*command, "--store", url)
+        assert done.status in (0, 11), done.err
+    checked = cli("check", "--store", url, "--json")
+    assert checked.status == 0, checked.err
+    assert json.loads(checked.out)["store"] == url and json.loads(checked.out)["ok"]
+    # A file no ingest lists, in a table folder: foreign, as in a folder.
+    stray = _served(server, bucket, "cli") / "spec_decode" / "source_id=x" / "part-x.parquet"
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes(b"PAR1")
+    bad = cli("check", "--store", url)
+    assert bad.status != 0 and "foreign: spec_decode/source_id=x/part-x.parquet" in bad.out
+    stray.unlink()
+    printed = cli("sql", "--store", url, "acceptance_by_run")
+    assert printed.status == 0, printed.err
+    assert f"'{url}/spec_decode/source_id=" in printed.out
+    # DuckDB runs the views over the served folder (httpfs is a download): specscope's sums.
+    served = str(_served(server, bucket, "cli"))
+    views = cli("sql", "--store", url, "--location", served, "acceptance_by_run")
+    assert views.status == 0, views.err
+    con = duckdb.connect()
+    *setup, last = [s for s in views.out.split(";\n") if s.strip()]
+    for statement in setup:
+        con.execute(statement)
+    # To the last digit what specscope says, read from the object store.
+    same(
+        "acceptance_by_run",
+        con.sql(last).pl(),
+        answer(specscope.open_store(url), "acceptance_by_run"),
+    )
+    missing = cli("runs", "--store", f"s3://{bucket}/nothing")
+    assert missing.status == 9
+    assert missing.err.strip().count("\n") == 0 and f"s3://{bucket}/nothing" in missing.err

@@ -30,7 +30,7 @@ COMMANDS = Commands()
     "  specscope detect --since 2h --fail-on critical   # from cron: exit 11 on a finding",
 )
 def detect(
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
     since: Annotated[str | None, typer.Option(help="Only records of the last 2h, 30m, ...")] = None,
     fail_on: FailOnOption = None,
@@ -75,7 +75,7 @@ def detect(
     "--cost-ratio 0.1 --json",
 )
 def advise(
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
     cost_ratio: Annotated[
         float | None, typer.Option(help="Cost of one draft position relative to a target pass (c).")
@@ -109,7 +109,7 @@ def report(
         Path | None,
         typer.Option(help="report.md (Markdown, PNG charts beside it) or report.html (one file)."),
     ] = None,
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     run: Annotated[list[str] | None, typer.Option(help="Only this run (repeatable).")] = None,
     redact: Annotated[
         bool,
@@ -180,7 +180,7 @@ def report(
 def compare(
     run_a: Annotated[str, typer.Argument(help="The first run (A).", show_default=False)],
     run_b: Annotated[str, typer.Argument(help="The second run (B).", show_default=False)],
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     as_json: JsonOption = False,
 ) -> None:
     """Two runs side by side: what differs in their configuration, and each measure's
@@ -202,7 +202,7 @@ def compare(
 @COMMANDS.command(
     epilog="Examples:\n\n  specscope runs\n\n  specscope runs --store ./data --json",
 )
-def runs(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) -> None:
+def runs(store: StoreOption = DEFAULT_STORE, as_json: JsonOption = False) -> None:
     """List the server runs in a store with their configuration and weighted acceptance."""
     from specscope.analysis.runs import runs_overview
     from specscope.cli.render import runs_text

@@ -127,7 +127,11 @@ def watch(
     ],
     interval: Annotated[str, typer.Option(help="How often to look (10s, 1s).")] = "10s",
     store: Annotated[
-        Path | None, typer.Option(help="Ingest the log into this store when the watch ends.")
+        str | None,
+        typer.Option(
+            help="Ingest the log into this store (a folder, or s3://bucket/prefix) when the "
+            "watch ends."
+        ),
     ] = None,
 ) -> None:
     """A live view: acceptance now and recently, mean acceptance length, per-position bars,

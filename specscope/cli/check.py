@@ -3,8 +3,6 @@ missing or schema-swapped data file, exit 9 when there is any."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from specscope.cli.options import JsonOption, StoreOption
@@ -20,7 +18,7 @@ EXAMPLES = (
 )
 
 
-def check(store: StoreOption = Path(DEFAULT_STORE), as_json: JsonOption = False) -> None:
+def check(store: StoreOption = DEFAULT_STORE, as_json: JsonOption = False) -> None:
     """Check every data file of the store against its manifest.
 
     Each committed file must be there and hold the rows, bytes (SHA-256) and columns it

@@ -7,7 +7,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -70,7 +69,7 @@ def ingest(
         list[str],
         typer.Argument(help="Log files (.gz too); '-' reads standard input.", show_default=False),
     ],
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     year: Annotated[
         int | None,
         typer.Option(
@@ -169,7 +168,7 @@ def pull(
     start: Annotated[str | None, typer.Option(help="Window start (RFC 3339 or unix).")] = None,
     end: Annotated[str | None, typer.Option(help="Window end (default: now).")] = None,
     selector: Annotated[str | None, typer.Option(help='Label matchers, e.g. {job="vllm"}.')] = None,
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 30.0,
     retries: Annotated[int, typer.Option(help="Retries on 429/5xx, with backoff.")] = 3,
     deadline: Annotated[
@@ -209,6 +208,9 @@ def pull(
     from specscope.durations import parse_duration
     from specscope.prometheus.pull import pull as run_pull
 
+    chunking: dict[str, Any] = (
+        {} if chunk_series is None else {"chunk_series": chunk_series or None}
+    )
     try:
         report = run_pull(
             prometheus,
@@ -224,7 +226,7 @@ def pull(
             deadline=parse_duration(deadline).total_seconds() if deadline else None,
             max_answer_mb=max_answer_mb,
             follow_redirects=follow_redirects,
-            **({} if chunk_series is None else {"chunk_series": chunk_series or None}),
+            **chunking,
         )
     except SpecscopeError as exc:
         raise fail(exc) from exc
@@ -254,7 +256,7 @@ def scrape(
     interval: Annotated[str, typer.Option(help="Time between polls (10s, 1m).")] = "10s",
     count: Annotated[int | None, typer.Option(help="Polls to make (at least 2).")] = None,
     duration: Annotated[str | None, typer.Option(help="Poll for this long (10m).")] = None,
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     timeout: Annotated[
         float, typer.Option(help="Seconds per poll, all of it (a trickling answer included).")
     ] = 10.0,

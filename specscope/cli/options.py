@@ -9,12 +9,14 @@ import typer
 
 from specscope.store import DEFAULT_STORE
 
+# A string, not a Path: ``s3://bucket/prefix`` would lose its ``//`` as a Path.
 StoreOption = Annotated[
-    Path,
+    str,
     typer.Option(
         "--store",
         envvar="SPECSCOPE_STORE",
-        help=f"Store directory (default ./{DEFAULT_STORE}, or $SPECSCOPE_STORE).",
+        help=f"Store directory, or s3://bucket/prefix (AWS_* variables; the s3 extra) "
+        f"(default ./{DEFAULT_STORE}, or $SPECSCOPE_STORE).",
         show_default=False,
     ),
 ]

@@ -33,7 +33,7 @@ def sql(
     engine: Annotated[
         str, typer.Option(help="duckdb, clickhouse (clickhouse-local, chDB) or spark.")
     ] = "duckdb",
-    store: StoreOption = Path(DEFAULT_STORE),
+    store: StoreOption = DEFAULT_STORE,
     location: Annotated[
         str | None,
         typer.Option(
@@ -54,12 +54,31 @@ def sql(
     Spark a PySpark script.
     """
     from specscope.queries.engines import script
+    from specscope.store.objects import is_url
 
     try:
-        text = script(engine, store, query, location)
+        if is_url(store):
+            text = _remote_script(engine, store, query, location)
+        else:
+            text = script(engine, Path(store), query, location)
     except SpecscopeError as exc:
         raise fail(exc) from exc
     say(text, nl=False)
+
+
+def _remote_script(engine: str, url: str, query: str | None, location: str | None) -> str:
+    """The views of a store on object storage, read where it is (or at ``location``): its
+    committed files are listed from a snapshot of it (``RemoteStore.snapshot``)."""
+    import tempfile
+
+    from specscope.queries.engines import script
+    from specscope.store.reading import RemoteStore, open_store
+
+    store = open_store(url)
+    assert isinstance(store, RemoteStore)  # a URL's
+    with tempfile.TemporaryDirectory(prefix="specscope-sql-") as folder:
+        store.snapshot(Path(folder))
+        return script(engine, Path(folder), query, location or url)
 
 
 __all__ = ["EXAMPLES", "sql"]

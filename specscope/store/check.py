@@ -24,7 +24,9 @@ from specscope.store.layout import (
     live_files,
     moving,
     read_manifest,
+    relative,
 )
+from specscope.store.objects import is_url
 
 
 @dataclass
@@ -34,6 +36,7 @@ class CheckReport:
 
     store: Path
     files: int = 0
+    where: str | None = None  # the store as named, where it is not ``store`` (a URL)
     rows: int = 0
     unlisted: int = 0  # files of ingests committed before files were listed
     problems: list[Problem] = field(default_factory=list)
@@ -62,7 +65,7 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "store": str(self.store),
+            "store": self.where or str(self.store),
             "ok": self.ok,
             "files": self.files,
             "rows": self.rows,
@@ -84,6 +87,8 @@ def _shown(path: Path, store: Path) -> str:
 
 def check_store(path: str | os.PathLike[str]) -> CheckReport:
     """Check every data file of the store at ``path`` (see the module)."""
+    if is_url(path):
+        return _check_remote(str(path))
     root = Path(path)
     if not (root / MANIFEST).is_file():
         raise StoreError("no specscope store here (no specscope.json)", path=str(root))
@@ -128,6 +133,42 @@ def check_store(path: str | os.PathLike[str]) -> CheckReport:
                     "a glob over the folder does",
                 )
             )
+    report.problems.sort(key=lambda p: str(p.path))
+    return report
+
+
+def _check_remote(url: str) -> CheckReport:
+    """``check_store`` of a store on object storage: each committed file fetched (once,
+    into the cache) and checked like a folder's; an object in a table folder that no
+    ingest lists is foreign."""
+    from specscope.store.reading import RemoteStore
+
+    store = RemoteStore(url)
+    if not store.exists():
+        raise StoreError("no specscope store here (no specscope.json)", path=url)
+    manifest = store.manifest()
+    skip = store.moving()
+    report = CheckReport(store.path, where=url)
+    report.moving = sorted(skip & {str(i.get("id")) for i in manifest.get("ingests", [])})
+    for table in TABLES:
+        for f in live_files(store.path, table, manifest, skip=skip):
+            store.fetch(f)
+            seen = inspect(f)
+            report.files += 1
+            report.rows += seen.rows
+            if seen.problem is not None:
+                report.problems.append(seen.problem)
+    there = [m.rel for t in TABLES for m in store.objects.listing(f"{t}/")]
+    known = {relative(f.path, store.path) for f in listed_files(store.path, manifest)}
+    if any(rel not in known for rel in there):  # a writer may have committed meanwhile
+        known |= {relative(f.path, store.path) for f in listed_files(store.path, store.manifest())}
+    for rel in there:
+        if rel not in known and rel.endswith(".parquet"):
+            detail = (
+                "a file of no ingest, in no ingest of the manifest: specscope does not read "
+                "it, a glob over the folder does"
+            )
+            report.problems.append(Problem(FOREIGN, store.path / rel, detail))
     report.problems.sort(key=lambda p: str(p.path))
     return report
 

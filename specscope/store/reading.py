@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -222,12 +224,12 @@ class RemoteStore(Store):
         manifest = self.manifest()
         found = live_files(self.path, table, manifest, skip=self.moving())
         for f in found:
-            self._fetch(f)
+            self.fetch(f)
         if table == "run_sums":
             found = [f for f in found if f.path.exists()]
         return found
 
-    def _fetch(self, f: DataFile) -> None:
+    def fetch(self, f: DataFile) -> None:
         """``f`` into the cache unless it is there at its committed size (the check that
         follows compares its SHA-256). A file gone from the object store (a superseded
         runs file, deleted since the manifest was read) is left absent: "missing"."""
@@ -243,13 +245,43 @@ class RemoteStore(Store):
                 raise
 
     def sources_rows(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
-        """The sources table as ``manifest`` commits it (for a writer's commit)."""
-        now = live_files(self.path, "sources", manifest, skip=self.moving())
+        """The sources table as ``manifest`` commits it (for a writer's commit): of every
+        committed ingest, those still being copied in too (their rows would be lost
+        otherwise), read from the table folder or, not there yet, from the stage."""
+        now = live_files(self.path, "sources", manifest, skip=set())
         if not now:
             return []
-        self._fetch(now[-1])
-        rows: list[dict[str, Any]] = pq.read_table(now[-1].path).to_pylist()
-        return rows
+        newest = now[-1]
+        rel = relative(newest.path, self.path)
+        for _ in range(3):  # copied in, or its stage deleted, between two looks
+            self.fetch(newest)
+            if not newest.path.exists():
+                with contextlib.suppress(StoreError):
+                    key = f"{STAGE}/{FILES}{newest.ingest}/{rel}"
+                    self.objects.download(key, newest.path)
+            if newest.path.exists():
+                rows: list[dict[str, Any]] = pq.read_table(newest.path).to_pylist()
+                return rows
+        raise StoreError("the committed sources file is not there", path=f"{self.url}/{rel}")
+
+    def snapshot(self, dest: Path) -> None:
+        """The store as committed now, as a folder at ``dest`` (for readers of folders:
+        ``specscope sql``): its manifest, less the ingests still on their way in, and the
+        files that make each table, linked from the cache."""
+        manifest = self.manifest()
+        skip = self.moving()
+        kept = [i for i in manifest.get("ingests", []) if str(i.get("id")) not in skip]
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / MANIFEST).write_text(json.dumps({**manifest, "ingests": kept}), encoding="utf-8")
+        for table in TABLES:
+            for f in live_files(self.path, table, manifest, skip=skip):
+                self.fetch(f)
+                target = dest / relative(f.path, self.path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(f.path, target)
+                except OSError:
+                    shutil.copyfile(f.path, target)
 
     def writer(self) -> contextlib.AbstractContextManager[StoreWriter]:
         """A writer: staged here, committed on the object store when the block ends. What

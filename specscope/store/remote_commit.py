@@ -32,8 +32,10 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import socket
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,7 +91,12 @@ class Claim:
         self.store = store
         self.ingest_id = ingest_id
         self.every = min(max(lease_s / 20, 0.05), 5.0)
-        self.record = {"pid": os.getpid(), "host": socket.gethostname(), "writing": ingest_id}
+        self.record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "token": uuid.uuid4().hex,
+            "writing": ingest_id,
+        }
         self.last = 0.0
         self.beat(now=True)
 
@@ -100,6 +107,15 @@ class Claim:
         data = json.dumps(self.record).encode()
         self.store.objects.put(owner_key(self.ingest_id), data)
         self.last = time.monotonic()
+
+    def held(self) -> bool:
+        """Whether the claim is still this writer's: one that went quiet for the lease may
+        have had its stage deleted by another writer, and must commit nothing."""
+        got = self.store.objects.get(owner_key(self.ingest_id))
+        try:
+            return got is not None and json.loads(got[0]).get("token") == self.record["token"]
+        except (ValueError, AttributeError):
+            return False
 
     def release(self) -> None:
         self.store.objects.delete([owner_key(self.ingest_id)])
@@ -128,6 +144,14 @@ def commit_remote(w: StoreWriter) -> None:
                     uploaded[e.path] = e.sha256
                     claim.beat()
             w._still_holding()
+            if not claim.held():
+                raise StoreError(
+                    "this writer lost its stage (it sent no heartbeat for longer than the "
+                    "lease, and another writer removed it); nothing of this ingest was "
+                    "committed",
+                    path=store.url,
+                )
+            claim.beat(now=True)
             data = json.dumps(with_ingest(manifest, w.ingest_id, w.sources, entries), indent=1)
             try:
                 objs.put(MANIFEST, data.encode(), create=etag is None, etag=etag)
@@ -148,6 +172,9 @@ def commit_remote(w: StoreWriter) -> None:
                 path=store.url,
             )
         w.committed = True
+        # Its files are on the object store now: the local copies go (unlike a folder's
+        # stage, where they wait to be moved in).
+        shutil.rmtree(files_dir(store.path, w.ingest_id), ignore_errors=True)
     finally:
         if not w.committed:
             objs.delete([stage_key(w.ingest_id, rel) for rel in uploaded])
