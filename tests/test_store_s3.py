@@ -168,6 +168,7 @@ _WRITER = textwrap.dedent(
     """
     import os, signal, sys
     import specscope
+    import specscope.errors
     from specscope.store import objects
 
     kill_at = os.environ.get("KILL_AT")  # "put:N" or "copy:N": SIGKILL at that call
@@ -176,14 +177,20 @@ _WRITER = textwrap.dedent(
         count = [0]
         original = getattr(objects.Objects, what)
 
+        how = signal.SIGSTOP if os.environ.get("STOP") else signal.SIGKILL
+
         def dying(self, *args, **kwargs):
             count[0] += 1
             if count[0] == int(n):
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), how)
             return original(self, *args, **kwargs)
 
         setattr(objects.Objects, what, dying)
-    specscope.ingest(sys.argv[2:], store=sys.argv[1]).raise_for_errors()
+    try:
+        specscope.ingest(sys.argv[2:], store=sys.argv[1]).raise_for_errors()
+    except specscope.errors.SpecscopeError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(int(exc.exit_status))
     """
 )
 
@@ -301,6 +308,39 @@ def test_a_writer_killed_mid_commit_is_recovered(
     # Every listed file is there; nothing else is (superseded runs files are deleted).
     assert set(listed) >= set(on_disk)
     assert all((served / p).is_file() for p in listed if not p.startswith(("runs/", "sources/")))
+
+
+def test_a_writer_that_lost_its_claim_commits_nothing(
+    server: S3Server, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped past its lease after uploading, a writer's stage is removed by the next
+    writer; woken, it finds its claim gone and commits nothing (exit 9)."""
+    url = f"s3://{bucket}/stopped"
+    (first, n1), (second, _), (third, n3) = (_log(tmp_path, s) for s in (61, 62, 63))
+    env = {**_env(server, tmp_path), "SPECSCOPE_LOCK_LEASE_S": "1"}
+    specscope.ingest(str(first), store=url).raise_for_errors()
+    w = _writer(url, [second], env, KILL_AT="put:5", STOP="1")  # stopped before its commit
+    deadline = time.monotonic() + 60
+    while not _stage_left(server, bucket, "stopped") or _state(w.pid) != "T":
+        assert time.monotonic() < deadline and w.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.5)  # past its lease
+    monkeypatch.setenv("SPECSCOPE_LOCK_LEASE_S", "1")
+    specscope.ingest(str(third), store=url).raise_for_errors()
+    assert _stage_left(server, bucket, "stopped") == []
+    os.kill(w.pid, 18)  # SIGCONT
+    _, err = w.communicate(timeout=60)
+    assert w.returncode == 9 and b"lost its stage" in err, err.decode()[-1000:]
+    assert b"Traceback" not in err
+    assert _rows(url) == n1 + n3
+    assert len(specscope.open_store(url).manifest()["ingests"]) == 2
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "?"
 
 
 def _one_line(exc: StoreError) -> str:

@@ -23,8 +23,10 @@ read the manifest first, then list ``stage/``): all its copies are made by then.
 
 The commit needs an atomic conditional put (S3 since 2024, MinIO, R2, GCS's and Azure's
 own). s3s-fs, the test server, checks the condition before it writes the body, not
-atomically: two puts within a millisecond of each other may both pass. So the writer
-reads the manifest back after its put, and commits again if its ingest is not in it.
+atomically: two puts that overlap may both pass, the later landing over the earlier. So
+the writer reads the manifest back after its put and again 50 ms later, and commits again
+if its ingest is not in it: a racer would have to take longer than that between its check
+and its write to go unseen.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class RemoteStore(Protocol):
 
 
 _ATTEMPTS = 50  # commits that lose to another writer's before this one gives up
+_SETTLE_S = 0.05  # the second read back of a commit (s3s-fs: see the module)
 
 
 def stage_key(ingest_id: str, rel: str) -> str:
@@ -140,7 +143,15 @@ def commit_remote(w: StoreWriter) -> None:
             for e in entries:
                 if uploaded.get(e.path) != e.sha256:
                     local = files_dir(store.path, w.ingest_id) / e.path
-                    objs.put(stage_key(w.ingest_id, e.path), local)
+                    try:
+                        objs.put(stage_key(w.ingest_id, e.path), local)
+                    except FileNotFoundError as exc:
+                        w._still_holding()  # its local stage taken over: says so
+                        raise StoreError(
+                            f"cannot upload {e.path}: its staged copy is gone; nothing of "
+                            "this ingest was committed",
+                            path=store.url,
+                        ) from exc
                     uploaded[e.path] = e.sha256
                     claim.beat()
             w._still_holding()
@@ -161,10 +172,12 @@ def commit_remote(w: StoreWriter) -> None:
             except StoreError:
                 if not _listed(store, w.ingest_id):  # a put that timed out may have landed
                     raise
-            # Read back: on a server whose conditional put is not atomic, a racer may have
-            # put over it unseen.
+            # Read back, now and a moment later: on a server whose conditional put is not
+            # atomic, a racer that passed the same condition may put over it unseen.
             if _listed(store, w.ingest_id):
-                break
+                time.sleep(_SETTLE_S)
+                if _listed(store, w.ingest_id):
+                    break
         else:
             raise StoreError(
                 f"other writers committed before this one {_ATTEMPTS} times; nothing of this "
