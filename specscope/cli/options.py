@@ -15,7 +15,7 @@ StoreOption = Annotated[
     typer.Option(
         "--store",
         envvar="SPECSCOPE_STORE",
-        help=f"Store directory, or s3://bucket/prefix (AWS_* variables; the s3 extra) "
+        help=f"Store directory, or s3://bucket/prefix (AWS_* variables) "
         f"(default ./{DEFAULT_STORE}, or $SPECSCOPE_STORE).",
         show_default=False,
     ),

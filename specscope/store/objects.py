@@ -126,7 +126,8 @@ class Objects:
             from obstore.store import S3Store
         except ImportError as exc:
             raise UsageError(
-                f"--store {location.url}: object stores need obstore: pip install 'specscope[s3]'"
+                f"--store {location.url}: object stores need obstore, a dependency of specscope "
+                "(pip install obstore)"
             ) from exc
 
         env = os.environ if env is None else env
