@@ -3,14 +3,18 @@ command in its own process, against runs listed and rows stored.
 
     python bench/fleet.py runs [--runs 10,80,1000,3000]     # 20 MB of logs cut into runs
     python bench/fleet.py fleet [--servers 100,300,1000] [--days 30] [--sample 0.005]
+    python bench/fleet.py fleet --stores /tmp/month          # stores made already
+    python bench/fleet.py chart runs.jsonl fleet.jsonl --out bench/fleet.png
 
 ``runs``: ``bench/generate.py --size 20M --runs N`` (the issue's baseline: 7, 59, 651 and
 1,964 runs with records), ingested, then ``specscope detect`` and ``specscope report``
 (Markdown with its PNGs, and HTML). ``fleet``: ``bench/fleet_store.py`` writes N servers
 for a month at 10 s intervals (N x 259,200 intervals, all summed in the rollups, a
 ``--sample`` of them stored as rows), then ``specscope detect`` and ``report``. Each line
-printed is one JSON object, each command as [wall s, peak RSS MB, CPU s];
-``bench/README.md`` has the numbers.
+printed is one JSON object, each command as [wall s, peak RSS MB, CPU s], with the load
+average when it ran (other work on the machine stretches the wall time, far less the CPU
+seconds). ``chart`` draws the lines printed as curves (CPU seconds and peak RSS against
+runs listed and rows stored) in one PNG; ``bench/README.md`` has the numbers.
 """
 
 from __future__ import annotations
@@ -84,10 +88,68 @@ def bench_runs(cuts: list[int], work: Path) -> None:
         took, rss, cpu, _ = measured(_specscope("ingest", str(log), "--store", str(store)))
         ingested = [round(took, 2), round(rss), round(cpu, 2)]
         row: dict[str, object] = {"cut": n, **_store_size(store), "ingest": ingested}
-        for name, cmd in _commands(store, work).items():
-            took, rss, cpu, _ = measured(cmd)
-            row[name] = [round(took, 2), round(rss), round(cpu, 2)]
-        print(json.dumps(row), flush=True)
+        _measure_into(row, store, work)
+
+
+def _measure_into(row: dict[str, object], store: Path, work: Path) -> None:
+    for name, cmd in _commands(store, work).items():
+        took, rss, cpu, _ = measured(cmd)
+        row[name] = [round(took, 2), round(rss), round(cpu, 2)]
+        row[f"{name}_load"] = round(os.getloadavg()[0], 1)
+    print(json.dumps(row), flush=True)
+
+
+def bench_stores(stores: list[Path], work: Path) -> None:
+    for store in stores:
+        row: dict[str, object] = {"store": str(store), **_store_size(store)}
+        _measure_into(row, store, work)
+
+
+def draw(results: list[Path], out: Path) -> None:
+    """CPU seconds and peak RSS of each command against runs listed (``runs`` lines) and
+    against rows stored (``fleet`` lines), as one PNG."""
+    import vl_convert
+
+    points: list[dict[str, object]] = []
+    for path in results:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            axis = "runs listed (20 MB of log)" if "cut" in row else "rows stored (a fleet)"
+            x = row["runs"] if "cut" in row else row["rows"]
+            for name in ("detect", "report_md", "report_html"):
+                if name in row:
+                    _, rss, cpu = row[name]
+                    points.append({"axis": axis, "x": x, "command": name, "CPU s": cpu})
+                    points[-1]["peak RSS MB"] = rss
+
+    def panel(axis: str, measure: str) -> dict[str, object]:
+        return {
+            "transform": [{"filter": {"field": "axis", "equal": axis}}],
+            "mark": {"type": "line", "point": True},
+            "encoding": {
+                "x": {
+                    "field": "x",
+                    "type": "quantitative",
+                    "scale": {"type": "log"},
+                    "title": axis,
+                },
+                "y": {"field": measure, "type": "quantitative"},
+                "color": {"field": "command", "type": "nominal"},
+            },
+            "width": 320,
+            "height": 200,
+        }
+
+    axes = sorted({str(p["axis"]) for p in points})
+    spec = {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.4.1.json",
+        "title": "specscope detect and report: CPU seconds and peak RSS (bench/fleet.py)",
+        "data": {"values": points},
+        "vconcat": [
+            {"hconcat": [panel(axis, m) for m in ("CPU s", "peak RSS MB")]} for axis in axes
+        ],
+    }
+    out.write_bytes(vl_convert.vegalite_to_png(spec, scale=1.5))
 
 
 def bench_fleet(
@@ -119,10 +181,7 @@ def bench_fleet(
             **_store_size(store),
             "generate_s": json.loads(made.stdout)["seconds"],
         }
-        for name, cmd in _commands(store, work).items():
-            took, rss, cpu, _ = measured(cmd)
-            row[name] = [round(took, 2), round(rss), round(cpu, 2)]
-        print(json.dumps(row), flush=True)
+        _measure_into(row, store, work)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,12 +194,21 @@ def main(argv: list[str] | None = None) -> int:
     fleet.add_argument("--days", type=float, default=30)
     fleet.add_argument("--sample", type=float, default=0.005)
     fleet.add_argument("--per-source", type=int, default=100)
+    fleet.add_argument("--stores", help="measure these stores (comma-separated), made already")
+    chart = sub.add_parser("chart", help="the lines printed, drawn as one PNG")
+    chart.add_argument("results", type=Path, nargs="+", help="files of the lines printed")
+    chart.add_argument("--out", type=Path, default=HERE / "fleet.png")
     parser.add_argument("--work", type=Path, help="where stores go (default: a temporary folder)")
     args = parser.parse_args(argv)
+    if args.what == "chart":
+        draw(args.results, args.out)
+        return 0
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         work = Path(tmp)
         if args.what == "runs":
             bench_runs([int(x) for x in args.runs.split(",")], work)
+        elif args.stores:
+            bench_stores([Path(p) for p in args.stores.split(",")], work)
         else:
             bench_fleet(
                 [int(x) for x in args.servers.split(",")],
