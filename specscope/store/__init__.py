@@ -5,6 +5,9 @@ Output: a ``Store`` whose tables read back as polars LazyFrames (and as plain Pa
 DuckDB and others), with each run's acceptance sums (``rollup``) beside its rows; a
 manifest that lists every committed file with its rows and SHA-256 (``commit`` brings
 files in, ``integrity`` and ``check`` hold them to it); a lock with a lease (``locking``).
+The same store on object storage (``s3://bucket/prefix``: ``objects`` reaches it,
+``reading.RemoteStore`` reads it through a local cache, ``remote_commit`` commits to it
+without a lock, by a conditional put of the manifest).
 Imports: the kernel only (``errors``, ``schema``, ``acceptance``); never a reader of logs
 or servers, nor anything above.
 """
