@@ -140,7 +140,7 @@ def report(
     many runs: the setups, the worst findings of each kind and the outliers (--per-run for
     all).
     """
-    # Here, not at the top: Altair takes a while to import and most commands need none of it.
+    # Here, not at the top: the report and its charts take a while to import.
     from specscope.report.build import build_report
     from specscope.report.redact import Redactor
     from specscope.report.write import report_kind, write_report

@@ -28,7 +28,7 @@ from specscope.cli.triage import triage
 from specscope.errors import ExitStatus, SpecscopeError
 
 # What a command needs is imported in its body: `specscope --help` and a mistyped option
-# answer at once, without loading polars, pyarrow or Altair (tests/test_docs.py holds it).
+# answer at once, without loading polars, pyarrow or the charts (tests/test_docs.py holds it).
 
 app = typer.Typer(
     name="specscope",

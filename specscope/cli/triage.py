@@ -178,7 +178,7 @@ def _write_report(
     redact: bool,
     redact_hosts: bool,
 ) -> Path:
-    # Here, not at the top: Altair takes a while to import and a verdict needs none of it.
+    # Here, not at the top: the report and its charts take a while to import.
     from specscope.report.build import Report, build_report
     from specscope.report.redact import Redactor
     from specscope.report.write import write_report
