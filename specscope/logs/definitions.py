@@ -50,6 +50,9 @@ class EventSpec:
     code: str
     anchor: regex.Pattern[str]
     literals: tuple[str, ...]
+    # A crash: a paste of it alone is worth storing and judging (``error_signature``),
+    # though it holds no telemetry.
+    crash: bool = False
 
 
 @dataclass(frozen=True)
@@ -318,7 +321,7 @@ _FIELD_KEYS = {
     "table": _STR,
     "also": _STR,
 }
-_EVENT_KEYS = {"code": _STR, "anchor": _STR, "literal": _STR_OR_STRS}
+_EVENT_KEYS = {"code": _STR, "anchor": _STR, "literal": _STR_OR_STRS, "crash": _BOOL}
 _PLAIN_KEYS = {"pattern": _STR, "set": _TABLE}
 # `records`, `run` and `expect` hold values by column or group name: see _check_samples.
 _SAMPLE_KEYS = {
@@ -494,6 +497,7 @@ def load_definition(path: Path) -> Definition:
             e["code"],
             _compile(e["anchor"], flags, where, f"{at}.anchor"),
             _literals(e.get("literal")),
+            bool(e.get("crash", False)),
         )
         for at, e in _entries(raw, "events", "", where)
     )

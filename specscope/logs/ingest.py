@@ -402,7 +402,13 @@ def _ingest_parsed(
     result = parse_source(src, grammar, stage, bulk=bulk, progress=progress)
     report = SourceReport(src.display, "grown" if previous else "new", source_id, result.lines)
     report.notes.extend(src.notes)
-    if not stage.counts.get("spec_decode") and not stage.counts.get("bench"):
+    crashed = _crash_events(stage, grammar)
+    if crashed:
+        report.notes.append(
+            f"no speculative-decoding telemetry, but the server died ({crashed}): "
+            "stored for detect to name"
+        )
+    if not stage.counts.get("spec_decode") and not stage.counts.get("bench") and not crashed:
         names = sorted(
             d.name
             for d in grammar.definitions
@@ -616,6 +622,22 @@ def _summaries(done: Finished) -> list[RunSummary]:
             )
         )
     return out
+
+
+def _crash_events(stage: Stage, grammar: Grammar) -> str:
+    """The crash a source without telemetry holds ("engine_dead at line 3"), or "": a
+    paste of a crash alone is what a user has when the server died, and a verdict."""
+    if (
+        stage.counts.get("spec_decode")
+        or stage.counts.get("bench")
+        or not stage.counts.get("events")
+    ):
+        return ""
+    crash = sorted({e.code for d in grammar.definitions for e in d.events if e.crash})
+    first = (
+        stage.lazy("events").filter(pl.col("code").is_in(crash)).select("code", "line").head(1)
+    ).collect()
+    return f"{first['code'][0]} at line {first['line'][0]}" if len(first) else ""
 
 
 __all__ = [
