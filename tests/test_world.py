@@ -207,7 +207,7 @@ def detect_kinds(case: dict, tmp_path_factory: pytest.TempPathFactory) -> set[st
     name = case["file"]
     if name not in _found:
         store = tmp_path_factory.mktemp("world") / "store"
-        report = specscope.ingest([WORLD / name], store=store, year=2026)
+        specscope.ingest([WORLD / name], store=store, year=2026)
         if not (store / "specscope.json").exists():  # nothing stored: no telemetry, no crash
             _found[name] = set()
         else:
