@@ -123,7 +123,7 @@ class Reading:
     """What one record body said."""
 
     values: dict[str, Any] = field(default_factory=dict)  # by column
-    extra: dict[str, str] = field(default_factory=dict)  # labels no definition knows
+    extra: dict[str, Any] = field(default_factory=dict)  # labels no definition knows
     problems: list[str] = field(default_factory=list)  # values that did not read
     cut: bool = False  # the body stops before its terminal field, or inside its last one
     trails: bool = False  # the body stops after a separator or an ellipsis: more was to come
@@ -500,9 +500,16 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
         value = obj[spec.label]
         raw = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         try:
-            reading.values[spec.column] = convert(spec, raw)
+            converted = convert(spec, raw)
         except FieldValueError as exc:
             _note(reading, spec, exc)
+            continue
+        # An ``x_`` column (groups.EXTRA_PREFIX) is no column of the table: what the record
+        # says beside its counts (a request's prompt length), kept in ``extra``.
+        if spec.column.startswith("x_"):
+            reading.extra[spec.column[2:]] = converted
+        else:
+            reading.values[spec.column] = converted
     return reading
 
 
