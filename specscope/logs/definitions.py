@@ -29,7 +29,7 @@ from specscope.schema import TABLES
 KINDS = ("envelope", "fields", "block", "json", "config", "event", "exposition")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
 COUNTS = ("interval", "cumulative")
-# table, pairs: an author's comparison in a block (fields.read_table, fields.read_pairs)
+# table, pairs: an author's comparison in a block (tables.read_table, tables.read_pairs)
 PARSE_MODES = ("python_dict", "key_value", "table", "pairs", None)
 
 

@@ -1,0 +1,228 @@
+"""Markdown tables and lines an author made: a comparison of speculation on and off
+(``read_table``, ``read_pairs``), read by the roles of the cells their definition's ``keys``
+name (regexes over the header), never by the position of a column.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import regex
+
+from specscope.logs.definitions import Definition
+from specscope.logs.reading import Reading
+
+_CELL_NUMBER = regex.compile(r"[~≈]?\s*(?P<num>\d[\d\s,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z/%]*)")
+_CHANGE = regex.compile(r"(?P<sign>[-+\u2212]?)\s*(?P<num>\d+(?:\.\d+)?)\s*%")
+_RULE = regex.compile(r"^[\s|:\-]+$")
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip().lstrip(">").strip()
+    # Bold and backticks are the author's emphasis, not part of a value.
+    cells = body.strip("|").split("|")
+    return [" ".join(c.replace("*", "").replace("`", "").split()) for c in cells]
+
+
+def _cell_number(cell: str) -> tuple[float, str] | None:
+    m = _CELL_NUMBER.fullmatch(cell.strip())
+    if m is None:
+        return None
+    digits = m.group("num").replace(" ", "").replace(",", "")
+    try:
+        value = float(digits)
+    except ValueError:
+        return None
+    return (value, m.group("unit")) if value > 0 else None
+
+
+def _key(defn: Definition, role: str) -> regex.Pattern[str] | None:
+    raw = defn.keys.get(role)
+    return regex.compile(raw, regex.I | regex.V0) if raw else None
+
+
+def read_table(defn: Definition, text: str) -> Reading:
+    """A markdown table that compares speculation on and off, read by the roles its
+    definition's ``keys`` give (regexes): a ``baseline`` column beside ``speculative``
+    columns, each row a condition (context, concurrency); or a column of a ``rate`` (or
+    ``time``) with a ``baseline`` row among ``speculative`` rows, each a configuration.
+    Rows that are ``not_decode`` (prompt processing) are left out. Without a unit, values
+    are taken as rates only when the author's ``change`` column agrees with them in every
+    row. The deciding pair: the slowest condition, or the fastest configuration (does any
+    help?). Nothing when the table is no such comparison."""
+    reading = Reading()
+    lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    rows = [(i, _cells(line)) for i, line in lines if not _RULE.match(line)]
+    if len(rows) < 2:
+        return reading
+    header, body = rows[0][1], rows[1:]
+    base_key, spec_key = _key(defn, "baseline"), _key(defn, "speculative")
+    rate_key, time_key = _key(defn, "rate"), _key(defn, "time")
+    change_key, skip_key = _key(defn, "change"), _key(defn, "not_decode")
+    negated = _key(defn, "negated")
+    if base_key is None or spec_key is None:
+        return reading
+
+    def is_base(label: str) -> bool:
+        # "EAGLE (baseline)" is a drafter; "MTP disabled" is speculation off.
+        if not base_key.search(label):
+            return False
+        return not spec_key.search(label) or bool(negated is not None and negated.search(label))
+
+    def unit_of(cell: str) -> str | None:
+        for key in (rate_key, time_key):
+            m = key.search(cell) if key is not None else None
+            if m is not None:
+                return m.group(0)
+        return None
+
+    def skipped(label: str) -> bool:
+        return bool(skip_key is not None and skip_key.search(label))
+
+    base_cols = [c for c, h in enumerate(header) if is_base(h)]
+    spec_cols = [c for c, h in enumerate(header) if spec_key.search(h) and c not in base_cols]
+    pairs: list[dict[str, Any]] = []
+    unit: str | None = None
+    by_condition = len(base_cols) == 1 and bool(spec_cols)
+    if by_condition:
+        b = base_cols[0]
+        unit = unit_of(header[b]) or next((u for c in spec_cols if (u := unit_of(header[c]))), None)
+        for i, cells in body:
+            if len(cells) != len(header) or skipped(cells[0]):
+                continue
+            base = _cell_number(cells[b])
+            for c in spec_cols:
+                spec = _cell_number(cells[c])
+                if base is None or spec is None:
+                    continue
+                unit = unit or unit_of(base[1]) or unit_of(spec[1])
+                pairs.append(
+                    {
+                        "offset": i,
+                        "row": cells[0],
+                        "column": header[c],
+                        "speculative": spec[0],
+                        "baseline": base[0],
+                    }
+                )
+    else:
+        labelled = [(i, cells) for i, cells in body if len(cells) == len(header)]
+        bases = [(i, cells) for i, cells in labelled if is_base(cells[0])]
+        if len(bases) != 1:
+            return reading
+        # The measure: the first column whose header, or the baseline's cell, has a unit.
+        metric = [
+            c
+            for c, h in enumerate(header)
+            if c > 0 and (unit_of(h) or ((n := _cell_number(bases[0][1][c])) and unit_of(n[1])))
+        ]
+        if not metric or (base := _cell_number(bases[0][1][metric[0]])) is None:
+            return reading
+        m = metric[0]
+        unit = unit_of(header[m]) or unit_of(base[1])
+        for i, cells in labelled:
+            if (i, cells) in bases or not spec_key.search(cells[0]) or skipped(cells[0]):
+                continue
+            spec = _cell_number(cells[m])
+            if spec is not None:
+                pairs.append(
+                    {
+                        "offset": i,
+                        "row": cells[0],
+                        "column": header[m],
+                        "speculative": spec[0],
+                        "baseline": base[0],
+                    }
+                )
+    if not pairs:
+        return reading
+    direction = None
+    if unit is None:
+        if not (by_condition and _changes_agree(header, body, pairs, change_key)):
+            return reading  # numbers without a unit or a change that says which way is faster
+        direction = "rate"
+    faster = (
+        (lambda p: p["baseline"] / p["speculative"])
+        if (unit and time_key is not None and time_key.fullmatch(unit))
+        else (lambda p: p["speculative"] / p["baseline"])
+    )
+    decide = min(pairs, key=faster) if by_condition else max(pairs, key=faster)
+    reading.values = {
+        "stated": text.splitlines()[decide["offset"]].strip(),
+        "stated_offset": decide["offset"],
+        "stated_spec": decide["speculative"],
+        "stated_base": decide["baseline"],
+        "stated_unit": unit,
+        "stated_direction": direction,
+        "stated_rows": pairs,
+    }
+    return reading
+
+
+def read_pairs(defn: Definition, text: str) -> Reading:
+    """Lines that each give one side of a comparison, as people paste two runs' speeds one
+    under the other (``with eagle: 59 tps`` / ``without eagle: 61 tps``): a line is a side
+    when its definition's ``speculative_line`` or ``baseline_line`` key (a regex with groups
+    ``num`` and ``unit``) matches all of it. Neighbouring lines of both sides make a pair;
+    the slowest pair decides, as for the conditions of a table. Nothing without a pair."""
+    reading = Reading()
+    spec_key, base_key = _key(defn, "speculative_line"), _key(defn, "baseline_line")
+    if spec_key is None or base_key is None:
+        return reading
+    sides: list[tuple[int, str, float, str]] = []
+    for i, line in enumerate(text.splitlines()):
+        for side, key in (("baseline", base_key), ("speculative", spec_key)):
+            m = key.fullmatch(line.strip())
+            value = _cell_number(m.group("num")) if m is not None else None
+            if m is not None and value is not None:
+                sides.append((i, side, value[0], m.group("unit")))
+                break
+    pairs: list[dict[str, Any]] = []
+    for (i, a, x, ux), (j, b, y, uy) in itertools.pairwise(sides):
+        if a != b and j == i + 1 and not (pairs and pairs[-1]["offset"] in (i, j)):
+            spec, base = (x, y) if a == "speculative" else (y, x)
+            pairs.append({"offset": i, "speculative": spec, "baseline": base, "units": (ux, uy)})
+    if not pairs:
+        return reading
+    decide = min(pairs, key=lambda p: p["speculative"] / p["baseline"])
+    lines = text.splitlines()
+    reading.values = {
+        "stated": " / ".join(lines[decide["offset"] + k].strip() for k in (0, 1)),
+        "stated_offset": decide["offset"],
+        "stated_spec": decide["speculative"],
+        "stated_base": decide["baseline"],
+        "stated_unit": decide["units"][0],
+        "stated_unit2": decide["units"][1],
+    }
+    if len(pairs) > 1:
+        reading.values["stated_rows"] = [
+            {k: v for k, v in p.items() if k != "units"} for p in pairs
+        ]
+    return reading
+
+
+def _changes_agree(
+    header: list[str],
+    body: list[tuple[int, list[str]]],
+    pairs: list[dict[str, Any]],
+    change_key: regex.Pattern[str] | None,
+) -> bool:
+    """Does the author's change column give, in every row, the change of the speculative
+    value over the baseline as a rate (higher is faster) would? Then the values are rates."""
+    cols = [c for c, h in enumerate(header) if change_key is not None and change_key.search(h)]
+    if len(cols) != 1:
+        return False
+    said = {i: cells[cols[0]] for i, cells in body if len(cells) == len(header)}
+    for p in pairs:
+        m = _CHANGE.search(said.get(p["offset"], ""))
+        if m is None:
+            return False
+        sign = -1.0 if m.group("sign") in ("-", "\u2212") else 1.0
+        change = 100.0 * (p["speculative"] / p["baseline"] - 1.0)
+        if abs(sign * float(m.group("num")) - change) > 1.0:
+            return False
+    return True
+
+
+__all__ = ["read_pairs", "read_table"]
