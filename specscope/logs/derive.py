@@ -86,6 +86,17 @@ def spec_from_drafts(row: Row) -> Row:
     rates = row.get("per_position_rate")
     if rates:
         row["k"] = len(rates)
+        # The list can be longer than what was drafted: the offline example of a k = 3 run
+        # has printed six positions, the last three at 0.00 (vllm-ascend#7290). Where every
+        # step drafted the same number (drafted tokens a whole multiple of drafts), that
+        # number is k, and positions past it were never drafted: they are no evidence of a
+        # dead tail. A nonzero rate past it means the steps drafted unequal numbers.
+        drafts, draft_tokens = row.get("drafts"), row.get("draft_tokens")
+        if drafts and draft_tokens and draft_tokens % drafts == 0:
+            drafted = draft_tokens // drafts
+            if 0 < drafted < len(rates) and not any(rates[drafted:]):
+                row["per_position_rate"] = rates[:drafted]
+                row["k"] = drafted
     fill_drafts(row)
     accepted, draft_tokens = row.get("accepted_tokens"), row.get("draft_tokens")
     if row.get("acceptance_rate") is None and accepted is not None and draft_tokens:
