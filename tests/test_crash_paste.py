@@ -55,3 +55,28 @@ def test_warnings_alone_are_still_no_telemetry(cli, tmp_path):
     assert r.status == ExitStatus.NO_TELEMETRY
     assert "no speculative-decoding telemetry found" in r.err and "method_deprecated" in r.err
     assert not (tmp_path / "s" / "specscope.json").exists()
+
+
+def test_an_sglang_child_failure_alone_is_a_crash(cli, tmp_path):
+    """SGLang's parent logs this when a child process died (entrypoints/engine.py's SIGQUIT
+    handler); pasted alone, as from a docker log, it is the verdict, not 'no telemetry'."""
+    paste = tmp_path / "sglang.log"
+    paste.write_text(
+        "2026-09-22T06:50:07.810311167Z [2026-09-22 06:50:07] Received sigquit from a child "
+        "process. It usually means the child failed.\n",
+        encoding="utf-8",
+    )
+    r = cli("triage", paste, "--json")
+    assert r.status == 0, r.err
+    (finding,) = json.loads(r.out)["findings"]
+    assert (finding["kind"], finding["measured"]["code"]) == (
+        "error_signature",
+        "sglang_child_failed",
+    )
+
+
+def test_sglang_prose_about_an_exception_is_no_crash(cli, tmp_path):
+    paste = tmp_path / "prose.log"
+    paste.write_text("If it hit an exception: check the scheduler first.\n", encoding="utf-8")
+    r = cli("ingest", paste, "--store", tmp_path / "s")
+    assert r.status == ExitStatus.NO_TELEMETRY

@@ -15,6 +15,8 @@ _EVENT_SEVERITY = {
     "engine_dead": Severity.CRITICAL,
     "tensor_size_mismatch": Severity.CRITICAL,
     "cuda_oom": Severity.CRITICAL,
+    "sglang_process_exception": Severity.CRITICAL,
+    "sglang_child_failed": Severity.CRITICAL,
     "v0_fallback": Severity.WARNING,
     "mtp_k_gt_1": Severity.WARNING,
     "nan_detected": Severity.WARNING,
@@ -39,6 +41,14 @@ _EVENT_TEXT = {
     ),
     "engine_core_fatal": ("the engine core died", "read the traceback after the event line"),
     "engine_dead": ("the engine core died", "read the traceback before this line"),
+    "sglang_process_exception": (
+        "an SGLang process died (scheduler, tokenizer or worker)",
+        "read the traceback after the event line",
+    ),
+    "sglang_child_failed": (
+        "an SGLang child process failed and the server was shut down",
+        "read the child's error just before this line",
+    ),
     "cuda_oom": (
         "CUDA ran out of memory",
         "lower --gpu-memory-utilization headroom use, k, or --max-num-seqs; drafts take memory too",
