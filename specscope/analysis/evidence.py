@@ -14,6 +14,7 @@ import polars as pl
 
 from specscope.acceptance import weighted_acceptance
 from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.analysis.requests import request_rows
 from specscope.errors import UsageError
 from specscope.stats import one_sided, rate_interval
 from specscope.store import rollup
@@ -39,6 +40,9 @@ class Evidence:
     _spans: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict, repr=False)
     _slim: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     _dp: set[str] | None = field(default=None, repr=False)
+    # Per-request rows (``analysis.requests.request_rows``): their format and extra, which
+    # the interval rows above leave out. None where the evidence was made without a store.
+    requests: pl.DataFrame | None = None
 
     def data_parallel(self) -> set[str]:
         """The runs whose rows come from more than one engine, found in one pass."""
@@ -149,7 +153,7 @@ def gather(
     # One chunk per column: a store's files come in many row groups, and polars filters
     # a frame of many chunks (or of columns chunked differently) far slower than one.
     spec, stats = detector_rows(store)
-    return evidence_from(
+    ev = evidence_from(
         spec.collect().rechunk(),
         stats.collect().rechunk(),
         store.runs.collect(),
@@ -162,6 +166,8 @@ def gather(
         reference=reference,
         per_run=per_run,
     )
+    ev.requests = request_rows(store, run_ids)
+    return ev
 
 
 def detector_rows(store: Store) -> tuple[pl.LazyFrame, pl.LazyFrame]:

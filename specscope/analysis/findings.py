@@ -36,6 +36,8 @@ KINDS = (
     "no_speedup",
     "kv_cache_saturation",
     "acceptance_drift",
+    "request_outlier",
+    "request_acceptance",
     "insufficient_data",
     "error_signature",
 )

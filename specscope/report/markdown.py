@@ -13,6 +13,7 @@ import regex
 
 from specscope.report.build import Report
 from specscope.report.redact import strip_controls
+from specscope.report.requests import requests_markdown
 from specscope.report.setups import severity_said
 
 GITHUB_COMMENT_LIMIT = 65_536
@@ -158,6 +159,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
             )
             + ".\n"
         )
+    parts.extend(requests_markdown(report.findings, md))
     if report.per_position:
         parts.append(
             "## Per-position acceptance by setup\n"

@@ -3,8 +3,9 @@
 One module per family of question: ``acceptance`` (zero, low, too few drafts),
 ``positions`` (cliff, k too large), ``load`` (concurrency, KV cache), ``speedup``
 (benchmarks, stated comparisons, launches without speculation),
-``prefix_cache``, ``drift`` and ``events``. Each detector takes an ``Evidence`` and returns
-its findings; none reads a log or a server.
+``prefix_cache``, ``drift``, ``requests`` (acceptance request by request) and
+``events``. Each detector takes an ``Evidence`` and returns its findings; none reads a log
+or a server.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from specscope.analysis.detectors.load import concurrency, kv_saturation
 from specscope.analysis.detectors.needed import gather_needed
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.detectors.prefix_cache import prefix_cache
+from specscope.analysis.detectors.requests import request_distribution
 from specscope.analysis.detectors.screens import Screen, narrowed
 from specscope.analysis.detectors.speedup import no_speedup
 from specscope.analysis.evidence import Evidence, gather
@@ -40,6 +42,7 @@ DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     no_speedup,
     kv_saturation,
     drift,
+    request_distribution,
     errors,
 )
 
@@ -89,11 +92,15 @@ def findings_of(ev: Evidence, *, screened: bool = True) -> list[Finding]:
     that reads rows run by run looks only at the runs its screen lets through (the same
     findings, in far less time over many runs)."""
     findings = [f for detector in DETECTORS for f in _run(detector, ev, screened)]
-    # insufficient_data only for a run that no detector could say anything about.
+    # insufficient_data only for a run that no detector could say anything about (the
+    # requests' distribution describes, it judges nothing).
     judged = {
         f.run_id
         for f in findings
-        if f.run_id and not (f.kind == "error_signature" and f.severity == Severity.INFO)
+        if f.run_id
+        and not (
+            f.severity == Severity.INFO and f.kind in ("error_signature", "request_acceptance")
+        )
     }
     findings += insufficient(ev, judged)
     findings.sort(key=lambda f: (-f.severity, KINDS.index(f.kind), f.run_id or ""))

@@ -38,6 +38,7 @@ from specscope.analysis.evidence import (
     evidence_from,
 )
 from specscope.analysis.findings import Finding
+from specscope.analysis.requests import request_rows
 from specscope.schema import polars_schema
 from specscope.store import rollup
 from specscope.store.reading import Store
@@ -182,7 +183,11 @@ def gather_needed(
         per_run,
     )
     # In the order of the rollups, which is that of the rows (as over every row).
-    return replace(ev, per_run={r: ev.per_run[r] for r in base.per_run if r in ev.per_run})
+    return replace(
+        ev,
+        per_run={r: ev.per_run[r] for r in base.per_run if r in ev.per_run},
+        requests=request_rows(store, wanted),
+    )
 
 
 def _where(spec: pl.LazyFrame, run_ids: list[str], schema: pl.Schema) -> pl.DataFrame:

@@ -1,0 +1,198 @@
+"""Acceptance request by request (issue 21): the distribution over a run's requests, the
+least accepted and what they share, and single requests at about 0 or 1 (garbled output,
+repetition loops), from real request lines and generated captures."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import specscope
+from specscope.analysis.requests import histogram, median_interval, quantile, requests_of
+from specscope.report.build import build_report
+from specscope.report.markdown import render_markdown
+from specscope.report.requests import requests_html, requests_markdown, sparkline
+from specscope.thresholds import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+WORLD = ROOT / "fixtures" / "world"
+
+
+def _sample(name: str, i: int) -> str:
+    text = (ROOT / "parsers" / f"{name}.toml").read_text(encoding="utf-8")
+    return str(tomllib.loads(text)["samples"][i]["text"])
+
+
+def _meta(steps: int, k: int, accepted: int, prompt: int = 500, cached: int = 0) -> str:
+    """One SGLang /generate response (meta_info) as a capture of responses holds it."""
+    return json.dumps(
+        {
+            "text": "...",
+            "meta_info": {
+                "prompt_tokens": prompt,
+                "completion_tokens": steps + accepted,
+                "cached_tokens": cached,
+                "spec_verify_ct": steps,
+                "spec_accept_token_num": accepted,
+                "spec_draft_token_num": steps * k,
+            },
+        }
+    )
+
+
+def _detect(tmp_path: Path, lines: list[str], name: str = "capture.jsonl") -> list:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = tmp_path / "store"
+    specscope.ingest([path], store=store, year=2026)
+    return specscope.detect(specscope.open_store(store))
+
+
+def _kinds(findings: list, kind: str) -> list:
+    return [f for f in findings if f.kind == kind]
+
+
+# -- the numbers, against a hand count ---------------------------------------------------
+
+
+def test_quantiles_are_nearest_rank_as_counted_by_hand() -> None:
+    rates = sorted([0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8, 0.4, 0.6, 1.0, 0.05, 0.95])
+    # 12 rates: p10 is the 2nd (ceil 1.2), p50 the 6th, p90 the 11th (ceil 10.8).
+    assert quantile(rates, 0.1) == 0.1
+    assert quantile(rates, 0.5) == 0.5
+    assert quantile(rates, 0.9) == 0.95
+    assert quantile([0.4], 0.1) == quantile([0.4], 0.9) == 0.4
+    # Tenths, 1.0 in the last bin, 0.1 in the second (not the first).
+    assert histogram(rates) == [1, 1, 1, 1, 1, 1, 1, 1, 1, 3]
+    # 25 requests: ranks 12.5 -+ 1.96 * 5 / 2 = 7.6 .. 17.4 -> the 7th and 19th.
+    values = [i / 100 for i in range(1, 26)]
+    assert median_interval(values, 1.96) == (0.07, 0.19)
+    assert median_interval(values[:4], 1.96) is None
+
+
+def test_trials_come_from_verify_steps_else_k_else_the_largest_k() -> None:
+    rows = pl.DataFrame(
+        {
+            "line": [1, 2, 3, 4],
+            "k": [None, 3, None, None],
+            "drafts": [40, None, None, None],
+            "draft_tokens": [160, 90, 160, 0],
+            "accepted_tokens": [80, 45, 80, 0],
+            "per_position_rate": [None, None, None, None],
+            "extra": [None, None, '{"prompt_uncached": 4, "cached_tokens": 804}', None],
+        }
+    )
+    got = requests_of(rows, 16)
+    assert [r.trials for r in got] == [40.0, 30.0, 10.0]  # nothing drafted: no request
+    assert [r.k_known for r in got] == [True, True, False]
+    assert got[2].traits == {"cached_tokens": 804, "prompt_tokens": 808}
+
+
+# -- the findings ------------------------------------------------------------------------
+
+
+def test_the_distribution_keeps_few_draft_requests_out_of_the_tails(tmp_path) -> None:
+    healthy = [_meta(40, 4, 80 + 4 * i) for i in range(9)]  # 50.0% .. 70.0%
+    few = [_meta(2, 4, 0)]  # 8 drafted tokens, none accepted: counted, not a tail
+    slow = [_meta(50, 4, 30, prompt=9000)]  # 15%, with the longest prompt
+    found = _detect(tmp_path, healthy + few + slow)
+    (dist,) = _kinds(found, "request_acceptance")
+    m = dist.measured
+    assert m["requests"] == 10 and m["few_drafts"] == 1
+    rates = sorted([(80 + 4 * i) / 160 for i in range(9)] + [30 / 200])
+    assert m["quantiles"] == {"p10": rates[0], "p50": rates[4], "p90": rates[8]}
+    assert sum(m["histogram"]) == 10 and m["histogram"][1] == 1
+    assert m["lowest"][0]["line"] == 11 and m["lowest"][0]["prompt_tokens"] == 9000
+    assert m["shared"]["prompt_tokens"] == {"lowest": 9000, "rest": 500}
+    assert dist.severity == specscope.Severity.INFO
+    assert "order statistics of 10 requests" in dist.confidence.test
+    assert not _kinds(found, "request_outlier")  # 15% is low, not about 0
+
+
+@pytest.mark.parametrize(("steps", "flagged"), [(12, False), (30, False), (60, True)])
+def test_a_request_near_zero_is_flagged_only_with_enough_drafts(tmp_path, steps, flagged) -> None:
+    healthy = [_meta(40, 4, 100) for _ in range(6)]
+    found = _detect(tmp_path, [*healthy, _meta(steps, 4, 0)])
+    outliers = _kinds(found, "request_outlier")
+    assert bool(outliers) is flagged
+    if flagged:
+        (f,) = outliers
+        assert f.measured["side"] == "zero" and f.lines == (7, 7)
+        assert f.severity == specscope.Severity.WARNING
+        # 0 of 60 drafts: the one-sided 95% Wilson bound is 1.645^2 / (60 + 1.645^2) = 4.3%.
+        assert f.confidence.level == "likely" and "4.3% < 5%" in f.confidence.test
+
+
+def test_a_repetition_loop_is_flagged_near_one(tmp_path) -> None:
+    healthy = [_meta(40, 4, 100) for _ in range(6)]
+    found = _detect(tmp_path, [*healthy, _meta(400, 4, 1600), _meta(30, 4, 120)])
+    (f,) = _kinds(found, "request_outlier")
+    assert f.measured["side"] == "one"
+    # 400 drafts all accepted clears 95% even at 99.9%; 30 of 30 does not clear it at all.
+    assert [r["line"] for r in f.measured["requests"]] == [7]
+    assert f.confidence.level == "certain"
+
+
+def test_a_run_that_accepts_nothing_is_zero_acceptance_not_a_request_outlier(tmp_path) -> None:
+    found = _detect(tmp_path, [_meta(60, 4, 0) for _ in range(6)])
+    assert _kinds(found, "zero_acceptance")
+    assert not _kinds(found, "request_outlier")
+
+
+def test_real_sglang_finish_line_near_zero_among_healthy_requests(tmp_path) -> None:
+    # sglang#13754's request (11 of 940 draft tokens over 188 verify steps) logged as the
+    # request logger prints it, among requests that accept half their drafts.
+    real = _sample("sglang_request_finish", 0)
+    other = _sample("sglang_request_finish", 1)  # sglang#33518's DSpark request, 63 of 215
+    found = _detect(tmp_path, [other] * 5 + [real], name="server.log")
+    (f,) = _kinds(found, "request_outlier")
+    assert f.measured["requests"] == [{"line": 6, "drafted": 940, "accepted": 11, "rate": 11 / 940}]
+    (dist,) = _kinds(found, "request_acceptance")
+    assert dist.measured["lowest"][0] == {
+        "line": 6,
+        "drafted": 940,
+        "accepted": 11,
+        "rate": 11 / 940,
+        "prompt_tokens": 171,
+        "output_tokens": 200,
+        "cached_tokens": 0,
+    }
+
+
+@pytest.mark.parametrize("case", ["97_llamacpp_eagle3_request_and_statistics.log"])
+def test_one_healthy_request_is_no_distribution_and_no_outlier(tmp_path, case) -> None:
+    store = tmp_path / "store"
+    specscope.ingest([WORLD / case], store=store, year=2026)
+    kinds = {f.kind for f in specscope.detect(specscope.open_store(store))}
+    assert not kinds & {"request_acceptance", "request_outlier"}
+
+
+def test_detect_json_and_the_report_show_the_distribution(tmp_path) -> None:
+    lines = [_meta(40, 4, 60 + 10 * i, prompt=400 + i) for i in range(8)]
+    _detect(tmp_path, lines)
+    store = specscope.open_store(tmp_path / "store")
+    found = [f.to_dict() for f in specscope.detect(store)]
+    (d,) = [f for f in found if f["kind"] == "request_acceptance"]
+    json.dumps(d)  # plain JSON
+    assert d["measured"]["quantiles"]["p50"] == 90 / 160
+    parts = "\n".join(requests_markdown(found))
+    assert "## Acceptance request by request" in parts and "| 1 | 60 / 160 | 37.5% |" in parts
+    assert "<td>60 / 160</td>" in requests_html(found)
+    assert requests_markdown([]) == [] and requests_html([]) == ""
+    out = tmp_path / "report.md"
+    text = render_markdown(build_report(store), out)
+    assert "## Acceptance request by request" in text
+
+
+def test_sparkline_bars_scale_to_the_largest_bin() -> None:
+    assert sparkline([0, 4, 2, 8]) == " ▄▂█"
+    assert sparkline([0, 0]) == ""
+
+
+def test_thresholds_are_configurable() -> None:
+    cfg = load_config()["request_acceptance"]
+    assert cfg["near_zero"] < cfg["near_one"] and cfg["min_draft_tokens"] > 0
