@@ -29,8 +29,9 @@ from specscope.schema import TABLES
 KINDS = ("envelope", "fields", "block", "json", "config", "event", "exposition")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
 COUNTS = ("interval", "cumulative")
-# table, pairs: an author's comparison in a block (tables.read_table, tables.read_pairs)
-PARSE_MODES = ("python_dict", "key_value", "table", "pairs", None)
+# table, pairs: an author's comparison in a block (tables.read_table, tables.read_pairs);
+# spec_table: an author's table of spec-decode counts, one record a row (tables.read_spec_table)
+PARSE_MODES = ("python_dict", "key_value", "table", "pairs", "spec_table", None)
 
 
 @dataclass(frozen=True)

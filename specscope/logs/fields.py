@@ -16,7 +16,7 @@ from specscope.logs.definitions import Definition, FieldSpec
 from specscope.logs.limits import MAX_COUNT, max_k
 from specscope.logs.pyrepr import holding_keys, parse_python_dict_nested, split_top_level
 from specscope.logs.reading import Reading
-from specscope.logs.tables import read_pairs, read_table
+from specscope.logs.tables import read_pairs, read_spec_table, read_table
 
 # A label starts the body or follows a comma, begins with a letter, and ends at a colon
 # that is not part of a time or ratio ("0:12"). Wrapped text may have lost the space
@@ -237,6 +237,8 @@ def read_block(defn: Definition, text: str) -> Reading:
         return read_table(defn, text)
     if defn.parse == "pairs":
         return read_pairs(defn, text)
+    if defn.parse == "spec_table":
+        return read_spec_table(defn, text)
     reading = Reading()
     matches = list(_block_labels(defn).finditer(text))
     for i, m in enumerate(matches):

@@ -411,13 +411,16 @@ class LineParser:
         if block is None:
             return
         text = "\n".join(block.lines)
-        origin = Origin(block.line, block.end_line, None)
         reading = read_block(block.defn, text)
         if len(reading.values) < block.needed:
             return  # a title and nothing under it, or a label or two in prose: no block
-        reason = self._accept(block.defn, origin, reading, {})
-        if reason is not None:
-            self.skipped.append(Skip(block.line, reason, text[:300]))
+        for part in (reading, *reading.more):  # a table of records: one a row, on its line
+            at = None if part.offset is None else block.line + part.offset
+            reason = self._accept(
+                block.defn, Origin(at or block.line, at or block.end_line, None), part, {}
+            )
+            if reason is not None:
+                self.skipped.append(Skip(at or block.line, reason, text[:300]))
 
     def _accept(
         self, defn: Definition, origin: Origin, reading: Reading, groups: Mapping[str, Any]

@@ -22,6 +22,10 @@ class Reading:
     items: int = 0  # entries of the list values read
     chars: int = 0  # characters of the values read (known fields only)
     refused: str | None = None  # why the record cannot be kept (a list over the limit)
+    # A block of several records (a table, one a row): which line of the block this one is
+    # on, and the records after it.
+    offset: int | None = None
+    more: list[Reading] = field(default_factory=list)
 
     @property
     def notes(self) -> list[str]:

@@ -1,6 +1,7 @@
 """Markdown tables and lines an author made: a comparison of speculation on and off
-(``read_table``, ``read_pairs``), read by the roles of the cells their definition's ``keys``
-name (regexes over the header), never by the position of a column.
+(``read_table``, ``read_pairs``) and the spec-decode counts of each row (``read_spec_table``),
+read by the roles their definition's ``keys`` give to the cells (regexes over the header
+and the row labels), never by the position of a column.
 """
 
 from __future__ import annotations
@@ -225,4 +226,70 @@ def _changes_agree(
     return True
 
 
-__all__ = ["read_pairs", "read_table"]
+_COUNTS = regex.compile(r"(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)(?:\s*\(\s*[\d.]+\s*%\s*\))?")
+_RATE = regex.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%?)")
+
+
+def _rate(cell: str) -> float | None:
+    """A rate as the author wrote it: a percentage or a fraction of one."""
+    m = _RATE.fullmatch(cell.strip())
+    if m is None:
+        return None
+    # (rounded as fields.convert rounds a percentage: 10.28 / 100 is not 0.1028 in binary)
+    value = round(float(m.group("num")) / (100.0 if m.group("pct") else 1.0), 12)
+    return value if value <= 1.0 else None
+
+
+def read_spec_table(defn: Definition, text: str) -> Reading:
+    """A markdown table of spec-decode counts, one record a row (the first row's in the
+    reading, the others in ``more``, each with its line's ``offset``), the row's label kept
+    in ``extra``. Columns by the header words the definition's ``keys`` give: ``counts``
+    (cells 'accepted / drafted' tokens), ``rate`` (acceptance), ``length`` (mean acceptance
+    length), ``per_position`` (cells 'a% / b%'), ``drafts``. A row without its counts
+    (a baseline row, a dash) is no record: only counts make one."""
+    first = Reading()
+    lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    rows = [(i, _cells(line)) for i, line in lines if not _RULE.match(line)]
+    if len(rows) < 2:
+        return first
+    header, body = rows[0][1], rows[1:]
+
+    def column(role: str) -> int | None:
+        key = _key(defn, role)
+        found = [c for c, h in enumerate(header) if c > 0 and key is not None and key.search(h)]
+        return found[0] if found else None
+
+    counts, rate, length = column("counts"), column("rate"), column("length")
+    positions, drafts = column("per_position"), column("drafts")
+    if counts is None:
+        return first
+    readings: list[Reading] = []
+    for i, cells in body:
+        m = _COUNTS.fullmatch(cells[counts]) if len(cells) == len(header) else None
+        if m is None:
+            continue
+        accepted, drafted = (int(m.group(g).replace(",", "")) for g in ("a", "d"))
+        if accepted > drafted:
+            continue  # no count of accepted out of drafted tokens
+        reading = Reading(offset=i)
+        values: dict[str, Any] = {"accepted_tokens": accepted, "draft_tokens": drafted}
+        if rate is not None and (r := _rate(cells[rate])) is not None:
+            values["acceptance_rate"] = r
+        if length is not None and (n := _cell_number(cells[length])) is not None and n[0] >= 1:
+            values["mean_acceptance_length"] = n[0]
+        if positions is not None:
+            curve = [_rate(x) for x in cells[positions].split("/")]
+            if curve and all(x is not None for x in curve):
+                values["per_position_rate"] = curve
+        if drafts is not None and (n := _cell_number(cells[drafts])) and n[0].is_integer():
+            values["drafts"] = int(n[0])
+        reading.values = values
+        reading.extra = {"row": cells[0]}
+        readings.append(reading)
+    if not readings:
+        return first
+    readings[0].more = readings[1:]
+    return readings[0]
+
+
+__all__ = ["read_pairs", "read_spec_table", "read_table"]

@@ -1,0 +1,54 @@
+"""An author's markdown table of spec-decode counts (parsers/spec_decode_table.toml): one
+record a row with counts, on the row's line, each row a run of its own; rates alone or
+counts that cannot be (more accepted than drafted) make no record."""
+
+from __future__ import annotations
+
+import json
+
+from specscope.logs.definitions import load_definitions
+from specscope.logs.parser import parse_text
+
+TABLE = next(d for d in load_definitions() if d.name == "spec_decode_table")
+
+
+def _rows(text: str) -> list[dict]:
+    return [r for r in parse_text(text).tables.get("spec_decode", []) if r["format"] == TABLE.name]
+
+
+def test_tables_without_counts_give_no_record() -> None:
+    # (tests/test_definitions checks only the samples that give records)
+    negatives = [s for s in TABLE.samples if not s.records]
+    assert negatives
+    for sample in negatives:
+        assert _rows(sample.text) == []
+
+
+def test_each_row_is_a_run_on_its_own_line_with_its_label() -> None:
+    text = (
+        "Results:\n\n"
+        "| Arm | Accepted / Drafted | Acceptance |\n"
+        "|---|---:|---:|\n"
+        "| greedy | 10 / 400 | 2.5% |\n"
+        "| sampled | 300 / 400 | 75% |\n"
+    )
+    result = parse_text(text)
+    rows = _rows(text)
+    assert [r["line"] for r in rows] == [5, 6]
+    assert [json.loads(r["extra"])["row"] for r in rows] == ["greedy", "sampled"]
+    assert rows[0]["_run"] != rows[1]["_run"]
+    assert len(result.runs) == 2
+    assert rows[0]["acceptance_rate"] == 0.025
+
+
+def test_counts_that_cannot_be_or_are_missing_make_no_record() -> None:
+    text = (
+        "| Arm | Accepted / Drafted |\n"
+        "|---|---|\n"
+        "| no spec | - |\n"
+        "| broken | 500 / 400 |\n"
+        "| MTP | 1,200 / 2,000 |\n"
+    )
+    rows = _rows(text)
+    assert [(r["accepted_tokens"], r["draft_tokens"]) for r in rows] == [(1200, 2000)]
+    assert rows[0]["line"] == 5
