@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after PYTHONPATH: another checkout may be measured
 
 CPU: dict[str, float] = defaultdict(float)
 WALL: dict[str, float] = defaultdict(float)
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     _patch(build, "advice_of", "advice")
     _patch(build, "_charts", "chart specs")
     _patch(build, "build_report", "build (all)")
-    for name in ("_png", "_pngs"):
+    for name in ("_png", "pngs"):
         if hasattr(markdown, name):
             _patch(markdown, name, "PNGs")
     _patch(write, "render_markdown", "write (all)")

@@ -12,6 +12,7 @@ from typing import Any
 import regex
 
 from specscope.report.build import Report
+from specscope.report.png import pngs
 from specscope.report.redact import strip_controls
 from specscope.report.requests import requests_markdown
 from specscope.report.setups import severity_said
@@ -199,11 +200,12 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     if report.charts or report.chart_notes:
         parts.append("## Charts\n")
         files = out.parent / f"{out.stem}_files"
-        for name, title, spec in report.charts:
+        drawn = pngs([spec for _, _, spec in report.charts]) if images else []
+        for i, (name, title, _) in enumerate(report.charts):
             if images:
                 files.mkdir(parents=True, exist_ok=True)
                 png = files / f"{name}.png"
-                png.write_bytes(_png(spec))
+                png.write_bytes(drawn[i])
                 parts.append(f"![{md(title)}]({files.name}/{png.name})\n")
             if report.captions.get(name):
                 parts.append(f"*{md(report.captions[name])}*\n")
@@ -338,12 +340,6 @@ def _fit(parts: list[str], evidence: list[int], others: list[int]) -> str:
             room -= len(part) + 1
         parts = [*kept, _CUT, footer]
     return "\n".join(parts)
-
-
-def _png(spec: dict[str, Any]) -> bytes:
-    import vl_convert
-
-    return vl_convert.vegalite_to_png(spec, scale=1.5)
 
 
 __all__ = ["GITHUB_COMMENT_LIMIT", "md", "render_markdown"]
