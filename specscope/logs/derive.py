@@ -140,7 +140,8 @@ def to_deltas(
 # What a unit measures and the bench column it goes to; seconds are for the same work,
 # so less is faster.
 _MEASURES = (
-    (r"(?:tok(?:en)?s?|t)\s*(?:/|per)\s*s(?:ec(?:ond)?s?)?|tps|tok/sec", "output_throughput"),
+    # ('tg': llama-bench's token generation, a column of tokens/s)
+    (r"(?:tok(?:en)?s?|t)\s*(?:/|per)\s*s(?:ec(?:ond)?s?)?|tps|tok/sec|tg\d*", "output_throughput"),
     (r"req(?:uest)?s?\s*(?:/|per)\s*s(?:ec(?:ond)?)?", "request_throughput"),
     (r"s|secs?|seconds?", "duration_s"),
 )

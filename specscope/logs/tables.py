@@ -17,6 +17,7 @@ from specscope.logs.reading import Reading
 _CELL_NUMBER = regex.compile(r"[~≈]?\s*(?P<num>\d[\d\s,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z/%]*)")
 _CHANGE = regex.compile(r"(?P<sign>[-+\u2212]?)\s*(?P<num>\d+(?:\.\d+)?)\s*%")
 _RULE = regex.compile(r"^[\s|:\-]+$")
+_REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
 
 
 def _cells(line: str) -> list[str]:
@@ -27,7 +28,9 @@ def _cells(line: str) -> list[str]:
 
 
 def _cell_number(cell: str) -> tuple[float, str] | None:
-    m = _CELL_NUMBER.fullmatch(cell.strip())
+    # A remark in parentheses after the value ('~19 tok/s (+24%)', '47.9 t/s (draft
+    # acceptance 106 / 186)') is not part of it.
+    m = _CELL_NUMBER.fullmatch(_REMARK.sub("", cell.strip()))
     if m is None:
         return None
     digits = m.group("num").replace(" ", "").replace(",", "")
@@ -61,7 +64,7 @@ def read_table(defn: Definition, text: str) -> Reading:
     base_key, spec_key = _key(defn, "baseline"), _key(defn, "speculative")
     rate_key, time_key = _key(defn, "rate"), _key(defn, "time")
     change_key, skip_key = _key(defn, "change"), _key(defn, "not_decode")
-    negated = _key(defn, "negated")
+    negated, column_skip = _key(defn, "negated"), _key(defn, "not_decode_column")
     if base_key is None or spec_key is None:
         return reading
 
@@ -112,30 +115,40 @@ def read_table(defn: Definition, text: str) -> Reading:
         bases = [(i, cells) for i, cells in labelled if is_base(cells[0])]
         if len(bases) != 1:
             return reading
-        # The measure: the first column whose header, or the baseline's cell, has a unit.
+        base_row = bases[0][1]
+        # The measures: columns whose header, or the baseline's cell, has a unit of one
+        # kind (a rate, or seconds), each a condition (prose / code, 16K / 32K); not
+        # prompt processing.
         metric = [
             c
             for c, h in enumerate(header)
-            if c > 0 and (unit_of(h) or ((n := _cell_number(bases[0][1][c])) and unit_of(n[1])))
+            if c > 0
+            and not (column_skip is not None and column_skip.search(h))
+            and (unit_of(h) or ((n := _cell_number(base_row[c])) and unit_of(n[1])))
         ]
-        if not metric or (base := _cell_number(bases[0][1][metric[0]])) is None:
+        if not metric or (base := _cell_number(base_row[metric[0]])) is None:
             return reading
-        m = metric[0]
-        unit = unit_of(header[m]) or unit_of(base[1])
-        for i, cells in labelled:
-            if (i, cells) in bases or not spec_key.search(cells[0]) or skipped(cells[0]):
+        unit = unit_of(header[metric[0]]) or unit_of(base[1])
+        timed = bool(unit and time_key is not None and time_key.search(unit))
+        for m in metric:
+            said = _cell_number(base_row[m])
+            u = unit_of(header[m]) or (unit_of(said[1]) if said else None)
+            if said is None or u is None or bool(time_key and time_key.search(u)) != timed:
                 continue
-            spec = _cell_number(cells[m])
-            if spec is not None:
-                pairs.append(
-                    {
-                        "offset": i,
-                        "row": cells[0],
-                        "column": header[m],
-                        "speculative": spec[0],
-                        "baseline": base[0],
-                    }
-                )
+            for i, cells in labelled:
+                if (i, cells) in bases or not spec_key.search(cells[0]) or skipped(cells[0]):
+                    continue
+                spec = _cell_number(cells[m])
+                if spec is not None:
+                    pairs.append(
+                        {
+                            "offset": i,
+                            "row": cells[0],
+                            "column": header[m],
+                            "speculative": spec[0],
+                            "baseline": said[0],
+                        }
+                    )
     if not pairs:
         return reading
     direction = None
@@ -148,7 +161,14 @@ def read_table(defn: Definition, text: str) -> Reading:
         if (unit and time_key is not None and time_key.fullmatch(unit))
         else (lambda p: p["speculative"] / p["baseline"])
     )
-    decide = min(pairs, key=faster) if by_condition else max(pairs, key=faster)
+    if by_condition:
+        decide = min(pairs, key=faster)
+    else:  # in each condition (column) the fastest configuration; then the slowest condition
+        best = {
+            p["column"]: max((q for q in pairs if q["column"] == p["column"]), key=faster)
+            for p in pairs
+        }
+        decide = min(best.values(), key=faster)
     reading.values = {
         "stated": text.splitlines()[decide["offset"]].strip(),
         "stated_offset": decide["offset"],
