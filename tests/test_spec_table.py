@@ -10,18 +10,34 @@ from specscope.logs.definitions import load_definitions
 from specscope.logs.parser import parse_text
 
 TABLE = next(d for d in load_definitions() if d.name == "spec_decode_table")
+KEYS = next(d for d in load_definitions() if d.name == "bench_result_json_keys")
 
 
 def _rows(text: str) -> list[dict]:
     return [r for r in parse_text(text).tables.get("spec_decode", []) if r["format"] == TABLE.name]
 
 
-def test_tables_without_counts_give_no_record() -> None:
+def test_tables_without_counts_and_keys_in_prose_give_no_record() -> None:
     # (tests/test_definitions checks only the samples that give records)
-    negatives = [s for s in TABLE.samples if not s.records]
-    assert negatives
-    for sample in negatives:
-        assert _rows(sample.text) == []
+    for defn in (TABLE, KEYS):
+        negatives = [s for s in defn.samples if not s.records]
+        assert negatives
+        for sample in negatives:
+            assert parse_text(sample.text).tables.get("spec_decode", []) == []
+
+
+def test_result_keys_pasted_as_bullets_read_as_the_document() -> None:
+    keys = (
+        '- "spec_decode_num_drafts": 100\n'
+        '- "spec_decode_draft_tokens": **300**\n'
+        '- "spec_decode_accepted_tokens": 30\n'
+        '- "spec_decode_per_position_acceptance_rates": [0.2, 0.07, 0.03]\n'
+    )
+    (row,) = parse_text("Results:\n" + keys).tables["spec_decode"]
+    assert (row["line"], row["end_line"], row["k"]) == (2, 5, 3)
+    assert row["acceptance_rate"] == 0.1
+    assert row["accepted_per_pos"] == [20, 7, 3]
+    assert not row.get("partial")
 
 
 def test_each_row_is_a_run_on_its_own_line_with_its_label() -> None:

@@ -30,8 +30,9 @@ KINDS = ("envelope", "fields", "block", "json", "config", "event", "exposition")
 FIELD_TYPES = ("int", "float", "percent", "fraction", "float_list", "percent_list", "str", "bool")
 COUNTS = ("interval", "cumulative")
 # table, pairs: an author's comparison in a block (tables.read_table, tables.read_pairs);
-# spec_table: an author's table of spec-decode counts, one record a row (tables.read_spec_table)
-PARSE_MODES = ("python_dict", "key_value", "table", "pairs", "spec_table", None)
+# spec_table: an author's table of spec-decode counts, one record a row (tables.read_spec_table);
+# json_keys: a JSON document's keys pasted a line each (fields.read_json_keys)
+PARSE_MODES = ("python_dict", "key_value", "table", "pairs", "spec_table", "json_keys", None)
 
 
 @dataclass(frozen=True)

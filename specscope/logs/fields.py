@@ -6,6 +6,7 @@ so a value runs up to the next ``, Label:`` rather than to the next comma.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -239,6 +240,8 @@ def read_block(defn: Definition, text: str) -> Reading:
         return read_pairs(defn, text)
     if defn.parse == "spec_table":
         return read_spec_table(defn, text)
+    if defn.parse == "json_keys":
+        return read_json_keys(defn, text)
     reading = Reading()
     matches = list(_block_labels(defn).finditer(text))
     for i, m in enumerate(matches):
@@ -279,6 +282,35 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
             reading.extra[spec.column[2:]] = converted
         else:
             reading.values[spec.column] = converted
+    return reading
+
+
+# A key of a JSON document pasted a line at a time, without its braces: as a markdown
+# bullet ('- "spec_decode_num_drafts": 23975'), bold where the author stressed it, with or
+# without its trailing comma.
+_JSON_KEY = regex.compile(
+    r'^[\s>]*(?:[-*+]\s+)?(?:\*\*)?"(?P<key>[^"\n]{1,80})"(?:\*\*)?\s*:\s*(?P<value>.*?)\s*,?\s*$'
+)
+
+
+def read_json_keys(defn: Definition, text: str) -> Reading:
+    """The keys of a JSON document pasted a line each (``_JSON_KEY``), read by key as the
+    document would be (``read_json``); a value that is no JSON is kept as its text. Without
+    the columns its definition's ``counts`` key names (comma-separated) the reading is
+    marked cut: kept as partial, never completed."""
+    obj: dict[str, Any] = {}
+    for line in text.splitlines():
+        m = _JSON_KEY.match(line)
+        if m is None:
+            continue
+        raw = m.group("value").replace("*", "").replace("`", "").strip()
+        try:
+            obj.setdefault(m.group("key"), json.loads(raw))
+        except ValueError:
+            obj.setdefault(m.group("key"), raw)
+    reading = read_json(defn, obj)
+    counts = [c.strip() for c in defn.keys.get("counts", "").split(",") if c.strip()]
+    reading.cut = any(reading.values.get(c) is None for c in counts)
     return reading
 
 
@@ -366,6 +398,7 @@ __all__ = [
     "read_block",
     "read_fields",
     "read_json",
+    "read_json_keys",
     "read_pairs",
     "read_repr",
     "read_table",
