@@ -282,7 +282,8 @@ def test_over_time_buckets_long_logs_summing_counts(tmp_path):
 
     from specscope.report import charts
 
-    n = charts.MAX_POINTS * 4  # 40 s buckets of four 10 s intervals
+    # 40 s buckets of four 10 s intervals, a point a pixel across
+    n = (charts.WIDTH - 1) * 4 + 1
     t0 = datetime(2026, 4, 7)
     spec_rows = pl.DataFrame(
         {
@@ -299,9 +300,37 @@ def test_over_time_buckets_long_logs_summing_counts(tmp_path):
     assert spec_dict is not None
     rows = spec_dict.get("data") or next(iter(spec_dict["datasets"].values()))
     rows = rows["values"] if isinstance(rows, dict) else rows
-    assert 2 <= len(rows) <= charts.MAX_POINTS
+    assert 2 <= len(rows) <= charts.WIDTH
     full = rows[:-1]  # whole buckets hold two intervals of each kind
     assert all(abs(r["acceptance"] - 190 / 300) < 1e-9 for r in full), full[:3]
+
+
+def test_over_time_keeps_each_interval_while_a_run_has_a_pixel_for_it():
+    from datetime import datetime, timedelta
+
+    import polars as pl
+
+    from specscope.report import charts
+
+    def drawn(n: int) -> list[dict[str, object]]:
+        t0 = datetime(2026, 4, 7)
+        rows = pl.DataFrame(
+            {
+                "ts": [t0 + timedelta(seconds=10 * i) for i in range(n)],
+                "accepted_tokens": [i % 7 + 1 for i in range(n)],
+                "draft_tokens": [10] * n,
+                "running_reqs": [i % 3 for i in range(n)],
+                "run_id": ["r-1"] * n,
+            }
+        )
+        spec_dict = charts.over_time(rows, lambda s: s)
+        assert spec_dict is not None
+        return spec_dict["data"]["values"]
+
+    whole = drawn(charts.WIDTH)
+    assert [r["acceptance"] for r in whole] == [(i % 7 + 1) / 10 for i in range(charts.WIDTH)]
+    assert [r["running_reqs"] for r in whole] == [i % 3 for i in range(charts.WIDTH)]
+    assert len(drawn(charts.WIDTH + 1)) <= charts.WIDTH
 
 
 def test_evidence_lines_point_at_each_findings_first_line(planted):
