@@ -8,7 +8,8 @@ command in its own process, against runs listed and rows stored.
 
 ``runs``: ``bench/generate.py --size 20M --runs N`` (the issue's baseline: 7, 59, 651 and
 1,964 runs with records), ingested, then ``specscope detect`` and ``specscope report``
-(Markdown with its PNGs, and HTML). ``fleet``: ``bench/fleet_store.py`` writes N servers
+(Markdown with its PNGs drawn, the same again with its PNGs read back from the cache of
+charts drawn, and HTML). ``fleet``: ``bench/fleet_store.py`` writes N servers
 for a month at 10 s intervals (N x 259,200 intervals, all summed in the rollups, a
 ``--sample`` of them stored as rows), then ``specscope detect`` and ``report``. Each line
 printed is one JSON object, each command as [wall s, peak RSS MB, CPU s], with the load
@@ -32,13 +33,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def measured(cmd: list[str]) -> tuple[float, float, float, int]:
+def measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, int]:
     """Wall seconds, peak RSS in MB, CPU seconds (user and system: they move less than
     the wall time when other work shares the cores) and exit status of ``cmd`` in its own
     process."""
     started = time.monotonic()
     with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE, env=env)
         assert proc.stderr is not None
         _, status, usage = os.wait4(proc.pid, 0)
         err = proc.stderr.read().decode(errors="replace")
@@ -69,9 +70,13 @@ def _store_size(store: Path) -> dict[str, int]:
 
 
 def _commands(store: Path, out: Path) -> dict[str, list[str]]:
+    """The commands measured. ``report_md`` draws its PNGs (a cache of its own, empty);
+    ``report_md_again`` is the same report made again, its PNGs read back from that cache."""
+    md = _specscope("report", "--store", str(store), "--out", str(out / "r.md"))
     return {
         "detect": _specscope("detect", "--store", str(store), "--json"),
-        "report_md": _specscope("report", "--store", str(store), "--out", str(out / "r.md")),
+        "report_md": md,
+        "report_md_again": md,
         "report_html": _specscope("report", "--store", str(store), "--out", str(out / "r.html")),
     }
 
@@ -92,8 +97,9 @@ def bench_runs(cuts: list[int], work: Path) -> None:
 
 
 def _measure_into(row: dict[str, object], store: Path, work: Path) -> None:
+    env = {**os.environ, "SPECSCOPE_CACHE": tempfile.mkdtemp(dir=work, prefix="cache")}
     for name, cmd in _commands(store, work).items():
-        took, rss, cpu, _ = measured(cmd)
+        took, rss, cpu, _ = measured(cmd, env)
         row[name] = [round(took, 2), round(rss), round(cpu, 2)]
         row[f"{name}_load"] = round(os.getloadavg()[0], 1)
     print(json.dumps(row), flush=True)
@@ -116,7 +122,7 @@ def draw(results: list[Path], out: Path) -> None:
             row = json.loads(line)
             axis = "runs listed (20 MB of log)" if "cut" in row else "rows stored (a fleet)"
             x = row["runs"] if "cut" in row else row["rows"]
-            for name in ("detect", "report_md", "report_html"):
+            for name in ("detect", "report_md", "report_md_again", "report_html"):
                 if name in row:
                     _, rss, cpu = row[name]
                     points.append({"axis": axis, "x": x, "command": name, "CPU s": cpu})
