@@ -47,6 +47,14 @@ def _key(defn: Definition, role: str) -> regex.Pattern[str] | None:
 
 
 def read_table(defn: Definition, text: str) -> Reading:
+    """A markdown table that compares speculation on and off: by its columns and rows
+    (``_by_layout``), or else by a comparison the author wrote inside a cell
+    (``_in_cells``). Nothing when the table is no such comparison."""
+    reading = _by_layout(defn, text)
+    return reading if reading.values else _in_cells(defn, text)
+
+
+def _by_layout(defn: Definition, text: str) -> Reading:
     """A markdown table that compares speculation on and off, read by the roles its
     definition's ``keys`` give (regexes): a ``baseline`` column beside ``speculative``
     columns, each row a condition (context, concurrency); or a column of a ``rate`` (or
@@ -54,7 +62,7 @@ def read_table(defn: Definition, text: str) -> Reading:
     Rows that are ``not_decode`` (prompt processing) are left out. Without a unit, values
     are taken as rates only when the author's ``change`` column agrees with them in every
     row. The deciding pair: the slowest condition, or the fastest configuration (does any
-    help?). Nothing when the table is no such comparison."""
+    help?)."""
     reading = Reading()
     lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     rows = [(i, _cells(line)) for i, line in lines if not _RULE.match(line)]
@@ -176,6 +184,47 @@ def read_table(defn: Definition, text: str) -> Reading:
         "stated_base": decide["baseline"],
         "stated_unit": unit,
         "stated_direction": direction,
+        "stated_rows": pairs,
+    }
+    return reading
+
+
+def _in_cells(defn: Definition, text: str) -> Reading:
+    """A comparison inside a cell, by the definition's ``in_cell`` key (a regex with groups
+    ``spec``, ``base`` and ``unit``): '~17–21 tok/s vs **37 tok/s** no-spec baseline'. Each
+    cell that holds one is a condition (its row); the slowest decides."""
+    reading = Reading()
+    key = _key(defn, "in_cell")
+    if key is None:
+        return reading
+    lines = text.splitlines()
+    pairs: list[dict[str, Any]] = []
+    units: list[str] = []
+    for i, line in enumerate(lines[1:], start=1):
+        cells = _cells(line)
+        for cell in cells[1:]:
+            m = key.search(cell)
+            if m is None:
+                continue
+            pairs.append(
+                {
+                    "offset": i,
+                    "row": cells[0],
+                    "speculative": float(m.group("spec")),
+                    "baseline": float(m.group("base")),
+                }
+            )
+            units.append(m.group("unit"))
+    if not pairs or any(b <= 0 for b in (p["baseline"] for p in pairs)):
+        return reading
+    k = min(range(len(pairs)), key=lambda n: pairs[n]["speculative"] / pairs[n]["baseline"])
+    decide = pairs[k]
+    reading.values = {
+        "stated": lines[decide["offset"]].strip(),
+        "stated_offset": decide["offset"],
+        "stated_spec": decide["speculative"],
+        "stated_base": decide["baseline"],
+        "stated_unit": units[k],
         "stated_rows": pairs,
     }
     return reading
