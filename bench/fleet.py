@@ -97,9 +97,11 @@ def bench_runs(cuts: list[int], work: Path) -> None:
 
 
 def _measure_into(row: dict[str, object], store: Path, work: Path) -> None:
+    # The Markdown reports' charts in a cache of their own (the HTML report's Vega
+    # scripts stay in the user's, built once whatever the store).
     env = {**os.environ, "SPECSCOPE_CACHE": tempfile.mkdtemp(dir=work, prefix="cache")}
     for name, cmd in _commands(store, work).items():
-        took, rss, cpu, _ = measured(cmd, env)
+        took, rss, cpu, _ = measured(cmd, env if name.startswith("report_md") else None)
         row[name] = [round(took, 2), round(rss), round(cpu, 2)]
         row[f"{name}_load"] = round(os.getloadavg()[0], 1)
     print(json.dumps(row), flush=True)
