@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from specscope.acceptance import weighted_acceptance
+from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.findings import Confidence, Finding, Severity
 from specscope.analysis.requests import request_rows
 from specscope.errors import UsageError
@@ -43,6 +44,8 @@ class Evidence:
     # Per-request rows (``analysis.requests.request_rows``): their format and extra, which
     # the interval rows above leave out. None where the evidence was made without a store.
     requests: pl.DataFrame | None = None
+    # The drafter's measured cost (``analysis.drafter_cost.cost_rows``), for ``advise``.
+    costs: dict[str, pl.DataFrame] | None = None
 
     def data_parallel(self) -> set[str]:
         """The runs whose rows come from more than one engine, found in one pass."""
@@ -167,6 +170,7 @@ def gather(
         per_run=per_run,
     )
     ev.requests = request_rows(store, run_ids)
+    ev.costs = cost_rows(store)
     return ev
 
 

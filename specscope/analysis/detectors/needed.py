@@ -32,6 +32,7 @@ import polars as pl
 import specscope.analysis.detectors.screens as screens
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.positions import cliff, k_too_large
+from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.evidence import (
     Evidence,
     detector_rows,
@@ -187,6 +188,7 @@ def gather_needed(
         ev,
         per_run={r: ev.per_run[r] for r in base.per_run if r in ev.per_run},
         requests=request_rows(store, wanted),
+        costs=cost_rows(store),
     )
 
 

@@ -1,0 +1,178 @@
+"""The drafter's cost as the engines measure it, for ``advise``'s speedup model: the time
+the drafter takes per verify step over the time of the target's verify pass (c_step; per
+draft position it is c_step / k for a chain drafter).
+
+- **TensorRT-LLM** ``draftOverhead`` (iteration stats) / ``draft_overhead`` (``/metrics``):
+  the drafter's latency over the iteration's (PyExecutor: ``draft_latency_ms /
+  iter_latency_ms``), so c_step = o / (1 - o), the rest of the iteration being the target's.
+  The mean over the iterations that drafted, or the gauge's last value.
+- **llama.cpp** ``statistics <impl>: ... dur(b,g,a) = b, g, a ms``: common/speculative.cpp
+  adds the wall time of each ``draft()`` call of the implementation to ``t_draft_us`` (one
+  call drafts for every slot drafting at that step) and counts the calls (``#calls``' g),
+  both since the server started, so g / calls is the drafter's time per verify step. The
+  target's comes from the request just before the line: its ``eval time`` (decode, drafter
+  included) over its verify steps, the tokens it generated less those accepted from drafts
+  (each step emits one token of the target's and the accepted ones), less the drafter's
+  time per step. Other implementations chained before it (n-gram lookups) cost microseconds
+  and are left in the target's part.
+
+Measured at the load the run saw: a drafter's share grows with the batch it drafts for.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from specscope.store.reading import Store
+
+OVERHEAD_FORMATS = ("trtllm_iteration_stats", "prometheus_text_trtllm")
+STATISTICS = "llamacpp_statistics"
+EVAL_TIME = "llamacpp_eval_time"
+REQUEST = "llamacpp_request"
+
+
+@dataclass(frozen=True)
+class MeasuredCost:
+    c_step: float  # drafter time per verify step over the target's verify pass
+    said: str  # how it was measured, in words
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def cost_rows(store: Store) -> dict[str, pl.DataFrame]:
+    """The rows that carry a measured cost, few columns each: TensorRT-LLM's overhead by run
+    (averaged in the scan), llama.cpp's statistics, eval-time and request lines."""
+    spec = store.spec_decode
+    overhead = (
+        spec.filter(
+            pl.col("format").is_in(OVERHEAD_FORMATS)
+            & pl.col("extra").str.contains("draft_overhead", literal=True)
+        )
+        .with_columns(
+            pl.col("extra").str.json_path_match("$.draft_overhead").cast(pl.Float64).alias("o")
+        )
+        .filter(pl.col("o").is_not_null() & (pl.col("draft_tokens").fill_null(1) > 0))
+        .group_by("run_id")
+        .agg(pl.col("o").mean().alias("overhead"), pl.len().alias("records"))
+        .collect()
+    )
+    lines = ["run_id", "source_id", "line"]
+    statistics = (
+        spec.filter(
+            (pl.col("format") == STATISTICS) & pl.col("extra").str.contains("dur_ms", literal=True)
+        )
+        .select(*lines, "extra")
+        .collect()
+    )
+    if statistics.is_empty():  # the rest only serves llama.cpp's statistics
+        return {"overhead": overhead}
+    sources = statistics["source_id"].unique().to_list()
+    evals = (
+        store.engine_stats.filter(
+            (pl.col("format") == EVAL_TIME) & pl.col("source_id").is_in(sources)
+        )
+        .select(*lines, "extra")
+        .collect()
+    )
+    requests = (
+        spec.filter((pl.col("format") == REQUEST) & pl.col("source_id").is_in(sources))
+        .select(*lines, "accepted_tokens")
+        .collect()
+    )
+    return {"overhead": overhead, "statistics": statistics, "eval": evals, "requests": requests}
+
+
+def measured_cost(
+    costs: dict[str, pl.DataFrame] | None, run_id: str, runs: dict[str, dict[str, Any]]
+) -> MeasuredCost | None:
+    """The run's measured drafter cost, or None where the store holds none for it. A
+    request run of llama.cpp takes that of the one implementation that drafted beside it."""
+    if not costs:
+        return None
+    overhead = costs["overhead"].filter(pl.col("run_id") == run_id)
+    if overhead.height:
+        o, n = float(overhead["overhead"][0]), int(overhead["records"][0])
+        if 0 <= o < 1:
+            return MeasuredCost(
+                o / (1 - o),
+                f"measured: TensorRT-LLM draft overhead {o:.3f} (the drafter's share of each "
+                f"iteration, mean of {n:,}), c per step = o/(1-o)",
+                {"draft_overhead": o, "records": n},
+            )
+    if "statistics" not in costs:
+        return None
+    stats = costs["statistics"]
+    mine = stats.filter(pl.col("run_id") == run_id)
+    if mine.is_empty():
+        source = runs.get(run_id, {}).get("source_id")
+        beside = stats.filter(pl.col("source_id") == source)
+        drafting = [r for r in beside.iter_rows(named=True) if _per_call(r) is not None]
+        if len({r["run_id"] for r in drafting}) != 1:
+            return None  # no statistics beside it, or several implementations drafting
+        mine = pl.DataFrame(drafting)
+    return _llamacpp(costs, mine.sort("line").row(-1, named=True))
+
+
+def _per_call(row: dict[str, Any]) -> tuple[float, int] | None:
+    """The drafter's time per draft call (ms) and the calls, from a statistics line."""
+    try:
+        extra = json.loads(row["extra"] or "{}")
+    except ValueError:
+        return None
+    dur, calls = extra.get("dur_ms"), extra.get("calls")
+    if not isinstance(dur, list) or not isinstance(calls, list) or len(dur) < 2 or len(calls) < 2:
+        return None
+    if not calls[1] or dur[1] is None:
+        return None
+    return float(dur[1]) / int(calls[1]), int(calls[1])
+
+
+def _llamacpp(costs: dict[str, pl.DataFrame], row: dict[str, Any]) -> MeasuredCost | None:
+    per = _per_call(row)
+    if per is None or per[0] <= 0:
+        return None
+    draft_ms, calls = per
+    source, line = row["source_id"], row["line"]
+    before = costs["eval"].filter((pl.col("source_id") == source) & (pl.col("line") < line))
+    if before.is_empty():
+        return None
+    last = before.sort("line").row(-1, named=True)
+    try:
+        timed = json.loads(last["extra"] or "{}")
+    except ValueError:
+        return None
+    eval_ms, tokens = timed.get("eval_ms"), timed.get("eval_tokens")
+    request = costs["requests"].filter(
+        (pl.col("source_id") == source)
+        & (pl.col("line") > last["line"])
+        & (pl.col("line") < line)
+        & pl.col("accepted_tokens").is_not_null()
+    )
+    if not eval_ms or not tokens or request.is_empty():
+        return None
+    accepted = int(request.sort("line")["accepted_tokens"][-1])
+    steps = int(tokens) - accepted
+    if steps <= 0:
+        return None
+    target_ms = float(eval_ms) / steps - draft_ms
+    if target_ms <= 0:
+        return None
+    return MeasuredCost(
+        draft_ms / target_ms,
+        f"measured: llama.cpp drafter {draft_ms:.2f} ms a step (dur g over {calls:,} calls, "
+        f"line {line}) against the target's {target_ms:.2f} ms (eval time {float(eval_ms):,.0f} "
+        f"ms over {steps:,} verify steps, line {last['line']})",
+        {
+            "draft_ms_per_step": draft_ms,
+            "target_ms_per_step": target_ms,
+            "draft_calls": calls,
+            "verify_steps": steps,
+            "lines": [last["line"], line],
+        },
+    )
+
+
+__all__ = ["MeasuredCost", "cost_rows", "measured_cost"]
