@@ -236,6 +236,17 @@ def test_every_finding_carries_its_confidence(tmp_path):
         )
 
 
+def test_a_confidence_phrase_counts_one_in_the_singular():
+    from specscope.analysis.findings import Confidence
+
+    assert Confidence("certain", "the log says so", {"events": 1}).phrase() == (
+        "certain (the log says so; 1 event)"
+    )
+    assert Confidence("likely", "bound", {"drafts": 1_025, "records": 1}).phrase() == (
+        "likely (bound; 1,025 drafts, 1 record)"
+    )
+
+
 def test_error_signature(tmp_path):
     lines = [
         stats(1),

@@ -69,11 +69,17 @@ class Confidence:
     def phrase(self) -> str:
         """One short phrase: ``likely (95% upper bound 2.3% < 20%; 164 drafts)``."""
         sample = ", ".join(
-            f"{v:,} {k}" if isinstance(v, int) else f"{k} {v}" for k, v in self.sample.items()
+            f"{v:,} {_counted(k, v)}" if isinstance(v, int) else f"{k} {v}"
+            for k, v in self.sample.items()
         )
         inside = "; ".join(p for p in (self.test, sample) if p)
         assumed = f"; assumes {'; '.join(self.assumptions)}" if self.assumptions else ""
         return f"{self.level} ({inside}{assumed})"
+
+
+def _counted(noun: str, count: int) -> str:
+    """The sample's keys are plural nouns ("drafts", "events"): one of them reads singular."""
+    return noun[:-1] if count == 1 and noun.endswith("s") else noun
 
 
 @dataclass
