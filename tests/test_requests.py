@@ -196,3 +196,38 @@ def test_sparkline_bars_scale_to_the_largest_bin() -> None:
 def test_thresholds_are_configurable() -> None:
     cfg = load_config()["request_acceptance"]
     assert cfg["near_zero"] < cfg["near_one"] and cfg["min_draft_tokens"] > 0
+
+
+def test_a_fleets_detect_reads_the_requests_as_over_every_row(tmp_path) -> None:
+    from specscope.analysis.detectors import findings_of
+    from specscope.analysis.detectors.needed import gather_needed
+    from specscope.analysis.evidence import gather
+
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text("\n".join([_meta(40, 4, 100)] * 6 + [_meta(80, 4, 0)]) + "\n")
+    # Beside a llama.cpp log (engine stats too: a store without any is another matter).
+    log = WORLD / "97_llamacpp_eagle3_request_and_statistics.log"
+    specscope.ingest([capture, log], store=tmp_path / "store", year=2026)
+    store = specscope.open_store(tmp_path / "store")
+    assert store.sums_cover_rows()
+    every = [f.to_dict() for f in findings_of(gather(store))]
+    needed = [f.to_dict() for f in findings_of(gather_needed(store))]
+    kinds = {"request_acceptance", "request_outlier"}
+    assert {f["kind"] for f in every} >= kinds
+    assert [f for f in every if f["kind"] in kinds] == [f for f in needed if f["kind"] in kinds]
+
+
+def test_since_leaves_out_requests_stamped_before_it(tmp_path) -> None:
+    from datetime import datetime, timedelta
+
+    from specscope.analysis.evidence import gather
+
+    log = [
+        f"[2026-03-0{day} 10:00:00] " + _sample("sglang_request_finish", 1).split("] ", 1)[1]
+        for day in (1, 1, 1, 1, 1, 5, 5)
+    ]
+    _detect(tmp_path, log, name="server.log")
+    store = specscope.open_store(tmp_path / "store")
+    assert gather(store).requests.height == 7
+    late = gather(store, since=timedelta(days=2), now=datetime(2026, 3, 6))
+    assert late.requests is not None and late.requests.height == 2

@@ -169,7 +169,7 @@ def gather(
         reference=reference,
         per_run=per_run,
     )
-    ev.requests = request_rows(store, run_ids)
+    ev.requests = request_rows(store, run_ids, since=None if since is None else now - since)
     ev.costs = cost_rows(store)
     return ev
 

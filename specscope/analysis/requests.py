@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -57,13 +58,18 @@ _COLUMNS = (
 )
 
 
-def request_rows(store: Store, run_ids: Iterable[str] | None = None) -> pl.DataFrame:
-    """The store's per-request rows (of ``run_ids`` where given), the columns this module
-    reads: a filter on the format, so a store without any reads little."""
+def request_rows(
+    store: Store, run_ids: Iterable[str] | None = None, *, since: datetime | None = None
+) -> pl.DataFrame:
+    """The store's per-request rows (of ``run_ids`` where given, stamped at ``since`` or
+    later where given), the columns this module reads: a filter on the format, so a store
+    without any reads little."""
     rows = store.spec_decode.filter(pl.col("format").is_in(REQUEST_FORMATS))
     wanted = list(run_ids or ())
     if wanted:
         rows = rows.filter(pl.col("run_id").is_in(wanted))
+    if since is not None:
+        rows = rows.filter(pl.col("ts") >= since)
     return rows.select(_COLUMNS).collect()
 
 
