@@ -163,12 +163,25 @@ def test_real_sglang_finish_line_near_zero_among_healthy_requests(tmp_path) -> N
     }
 
 
-@pytest.mark.parametrize("case", ["97_llamacpp_eagle3_request_and_statistics.log"])
-def test_one_healthy_request_is_no_distribution_and_no_outlier(tmp_path, case) -> None:
+def test_one_healthy_request_is_no_distribution_and_no_outlier(tmp_path) -> None:
     store = tmp_path / "store"
-    specscope.ingest([WORLD / case], store=store, year=2026)
+    specscope.ingest([WORLD / "97_llamacpp_eagle3_request_and_statistics.log"], store=store)
     kinds = {f.kind for f in specscope.detect(specscope.open_store(store))}
+    assert "llamacpp_request" in set(
+        specscope.open_store(store).spec_decode.collect()["format"].to_list()
+    )
     assert not kinds & {"request_acceptance", "request_outlier"}
+
+
+def test_a_finish_line_cut_before_its_counts_is_no_request(tmp_path) -> None:
+    # World case 105 (sglang#11144's example, cut before the speculative fields) among
+    # five complete requests: the distribution is of the five, nothing made up for it.
+    cut = (WORLD / "105_sglang_finish_line_cut_before_spec.log").read_text(encoding="utf-8")
+    whole = _sample("sglang_request_finish", 1)
+    found = _detect(tmp_path, [whole] * 3 + cut.splitlines() + [whole] * 2, name="server.log")
+    (dist,) = _kinds(found, "request_acceptance")
+    assert dist.measured["requests"] == 5 and dist.measured["few_drafts"] == 0
+    assert dist.measured["quantiles"]["p50"] == 63 / 215
 
 
 def test_detect_json_and_the_report_show_the_distribution(tmp_path) -> None:
