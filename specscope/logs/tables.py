@@ -7,6 +7,7 @@ and the row labels), never by the position of a column.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import regex
@@ -100,9 +101,19 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     if by_condition:
         b = base_cols[0]
         unit = unit_of(header[b]) or next((u for c in spec_cols if (u := unit_of(header[c]))), None)
+        # Rows that are measures with their unit ('Output token throughput (tok/s)' beside
+        # 'Total input tokens'), not conditions: only a decode rate of tokens compares.
+        measures = unit is None and any(_unit_said(cells[0], unit_of) for _, cells in body)
         for i, cells in body:
             if len(cells) != len(header) or skipped(cells[0]):
                 continue
+            if measures:
+                u = _unit_said(cells[0], unit_of)
+                if u is None or u.lower().startswith("req") or (time_key and time_key.search(u)):
+                    continue
+                if column_skip is not None and column_skip.search(cells[0]):
+                    continue
+                unit = unit or u
             base = _cell_number(cells[b])
             for c in spec_cols:
                 spec = _cell_number(cells[c])
@@ -187,6 +198,16 @@ def _by_layout(defn: Definition, text: str) -> Reading:
         "stated_rows": pairs,
     }
     return reading
+
+
+_LABEL_UNIT = regex.compile(r"\(([^()]*)\)\s*$")
+
+
+def _unit_said(label: str, unit_of: Callable[[str], str | None]) -> str | None:
+    """The unit a row's label gives in parentheses at its end ('Output token throughput
+    (tok/s)'); a label that only names a test ('tg128') gives none."""
+    m = _LABEL_UNIT.search(label)
+    return unit_of(m.group(1)) if m is not None else None
 
 
 def _in_cells(defn: Definition, text: str) -> Reading:
