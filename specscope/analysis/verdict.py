@@ -21,7 +21,8 @@ def verdict_of(ev: Evidence, found: list[Finding]) -> str:
     ]
     if not worst:
         if found and all(f.kind == "insufficient_data" for f in found):
-            return head + " Too little to judge: " + found[0].explanation.split(": ", 1)[-1]
+            # The whole explanation: it says what was measured and what would settle it.
+            return f"{head} Too little to judge. {found[0].explanation}"
         return (
             head + " No warning or critical finding: speculative decoding behaves as its "
             "method and configuration lead one to expect."

@@ -530,10 +530,10 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
                 Severity.INFO,
                 run_id,
                 ev.spec_of(run_id),
-                explanation=f"Acceptance here is {trials.rate:.0%} somewhere between "
+                explanation=f"Acceptance here is {trials.rate:.0%}, somewhere between "
                 f"{low_:.0%} and {high:.0%} ({coverage(z)}), but {why}."
                 if narrow
-                else f"Acceptance here is {trials.rate:.0%} somewhere between "
+                else f"Acceptance here is {trials.rate:.0%}, somewhere between "
                 f"{low_:.0%} and {high:.0%} ({coverage(z)}): {why}.",
                 next_step="say what the log does not (--set k=N), or read the server's "
                 "counters (specscope scrape of its /metrics) for exact counts"
