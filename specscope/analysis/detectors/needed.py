@@ -273,8 +273,10 @@ def _read(
         for source in sources
         for path in files.get(source, [])
     ]
-    if not frames:
-        return pl.DataFrame(schema={c: pl.String for c in columns})
+    if not frames:  # the columns' own types: a screen compares them (a store of no stats)
+        types = {**polars_schema("engine_stats"), **polars_schema("spec_decode")}
+        empty = pl.DataFrame(schema={c: types.get(c, pl.String) for c in columns})
+        return empty.with_columns(pl.col("run_id").cast(pl.Categorical))
     return (
         pl.concat(frames, how="vertical")
         .with_columns(pl.col("run_id").cast(pl.Categorical))
