@@ -23,7 +23,7 @@ from typing import Any
 from specscope.store.reading import cache_root
 
 SCALE = 1.5  # GitHub shows a PNG at its own width: 1.5x reads on a dense screen
-KEPT = 200  # drawn charts kept, the most recently used: some forty reports' worth
+KEPT = 100  # drawn charts kept, the most recently used: some twenty reports' worth
 _PNG = b"\x89PNG\r\n\x1a\n"
 
 
