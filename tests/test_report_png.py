@@ -20,22 +20,32 @@ from .test_report import _planted_log
 
 
 @pytest.fixture(scope="module")
-def specs(tmp_path_factory):
-    """The charts of a real report: a DFlash run collapsing under load and a healthy one."""
+def report(tmp_path_factory):
+    """A real report: a DFlash run collapsing under load and a healthy one."""
     tmp = tmp_path_factory.mktemp("png")
     store = tmp / "store"
     specscope.ingest(_planted_log(tmp), store=store, year=2026).raise_for_errors()
-    report = build_report(specscope.open_store(store))
-    assert len(report.charts) >= 4
+    built = build_report(specscope.open_store(store))
+    assert len(built.charts) >= 4
+    return built
+
+
+@pytest.fixture(scope="module")
+def specs(report):
     return [spec for _, _, spec in report.charts]
+
+
+@pytest.fixture(scope="module")
+def want(specs):
+    """What vl-convert draws from each spec in one call."""
+    return _drawn(specs)
 
 
 def _drawn(specs):
     return [vl_convert.vegalite_to_png(s, scale=png.SCALE) for s in specs]
 
 
-def test_drawn_and_cached_pngs_are_what_one_call_draws(specs, tmp_path, monkeypatch):
-    want = _drawn(specs)
+def test_drawn_and_cached_pngs_are_what_one_call_draws(specs, want, tmp_path, monkeypatch):
     cache = tmp_path / "png"
     assert png.pngs(specs, cache=cache) == want
     assert len(list(cache.glob("*.png"))) == len(specs)
@@ -50,9 +60,9 @@ def test_drawn_and_cached_pngs_are_what_one_call_draws(specs, tmp_path, monkeypa
     assert drawn_again == []
 
 
-def test_a_cut_or_foreign_cached_file_is_drawn_again(specs, tmp_path):
+def test_a_cut_or_foreign_cached_file_is_drawn_again(specs, want, tmp_path):
     cache = tmp_path / "png"
-    want = _drawn(specs[:2])
+    want = want[:2]
     png.pngs(specs[:2], cache=cache)
     first, second = sorted(cache.glob("*.png"))
     first.write_bytes(first.read_bytes()[:-40])  # cut short
@@ -70,7 +80,7 @@ def test_a_spec_that_differs_is_drawn_not_read_back(specs, tmp_path):
     assert len(list(cache.glob("*.png"))) == 2
 
 
-def test_without_a_writable_cache_each_is_drawn(specs, tmp_path):
+def test_without_a_writable_cache_each_is_drawn(specs, want, tmp_path):
     if os.geteuid() == 0:
         blocked = tmp_path / "file"  # root writes anywhere: a file where the folder goes
         blocked.write_text("")
@@ -78,7 +88,7 @@ def test_without_a_writable_cache_each_is_drawn(specs, tmp_path):
     else:
         cache = tmp_path / "ro"
         cache.mkdir(mode=0o500)
-    assert png.pngs(specs[:2], cache=cache) == _drawn(specs[:2])
+    assert png.pngs(specs[:2], cache=cache) == want[:2]
 
 
 def test_only_the_most_recently_used_are_kept(specs, tmp_path, monkeypatch):
@@ -106,14 +116,10 @@ def test_a_spec_json_cannot_hold_is_drawn_each_time(tmp_path):
     assert not cache.exists() or not list(cache.glob("*.png"))
 
 
-def test_the_markdown_report_attaches_the_pngs_vl_convert_draws(specs, tmp_path):
-    store = tmp_path / "store"
-    specscope.ingest(_planted_log(tmp_path), store=store, year=2026).raise_for_errors()
-    report = build_report(specscope.open_store(store))
+def test_the_markdown_report_attaches_the_pngs_vl_convert_draws(report, want, tmp_path):
     out = tmp_path / "out" / "report.md"
     for _ in range(2):  # drawn, then read back from $SPECSCOPE_CACHE
         text = render_markdown(report, out)
         links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
         assert [link.split("/")[0] for link in links] == ["report_files"] * len(report.charts)
-        got = [(out.parent / link).read_bytes() for link in links]
-        assert got == _drawn([spec for _, _, spec in report.charts])
+        assert [(out.parent / link).read_bytes() for link in links] == want
