@@ -213,19 +213,28 @@ def _unit_said(label: str, unit_of: Callable[[str], str | None]) -> str | None:
 def _in_cells(defn: Definition, text: str) -> Reading:
     """A comparison inside a cell, by the definition's ``in_cell`` key (a regex with groups
     ``spec``, ``base`` and ``unit``): '~17–21 tok/s vs **37 tok/s** no-spec baseline'. Each
-    cell that holds one is a condition (its row); the slowest decides."""
+    cell that holds one is a condition (its row); the slowest decides. Not in a column,
+    a row or a cell of prompt processing (``not_decode_column``)."""
     reading = Reading()
-    key = _key(defn, "in_cell")
+    key, prefill = _key(defn, "in_cell"), _key(defn, "not_decode_column")
     if key is None:
         return reading
     lines = text.splitlines()
+    header: list[str] = []
     pairs: list[dict[str, Any]] = []
     units: list[str] = []
-    for i, line in enumerate(lines[1:], start=1):
+    for i, line in enumerate(lines):
+        # A block may hold tables one after another: each header is the line above a rule.
+        if i + 1 < len(lines) and "-" in lines[i + 1] and _RULE.match(lines[i + 1]):
+            header = _cells(line)
+            continue
+        if not line.strip() or _RULE.match(line):
+            continue
         cells = _cells(line)
-        for cell in cells[1:]:
+        for c, cell in enumerate(cells[1:], start=1):
             m = key.search(cell)
-            if m is None:
+            said = (header[c] if c < len(header) else "", cells[0], cell[: m.start()] if m else "")
+            if m is None or (prefill is not None and any(prefill.search(x) for x in said)):
                 continue
             pairs.append(
                 {
