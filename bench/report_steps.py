@@ -10,6 +10,8 @@ worst findings, runs named), moves (``what_moves``, and the streamed sums over a
 rows), the rest of the build (sources, quoted lines, advice), chart specs, PNGs
 (vl-convert) and the rest of the write. ``--repeat`` builds the report again in the same
 process (imports paid once): a figure that moves between repeats is the machine's load.
+Each build draws its charts (an empty chart cache of its own) unless ``--cached``: then
+they are read back from ``$SPECSCOPE_CACHE/png`` when drawn before.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -61,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("store", type=Path)
     parser.add_argument("--out", type=Path, help="the report (default: a temporary r.md)")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--cached", action="store_true", help="PNGs drawn before read back")
     parser.add_argument("--json", action="store_true", help="one JSON line per build")
     args = parser.parse_args(argv)
 
@@ -97,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / "report_steps" / "r.md"
     for i in range(args.repeat):
+        if not args.cached:
+            os.environ["SPECSCOPE_CACHE"] = tempfile.mkdtemp(prefix="report_steps")
         CPU.clear()
         WALL.clear()
         cpu, wall = time.process_time(), time.perf_counter()
