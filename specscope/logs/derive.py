@@ -201,6 +201,32 @@ def stated_comparison(row: Row) -> Row:
     return row
 
 
+def _stated_count(raw: Any) -> int | None:
+    if isinstance(raw, int):
+        return raw
+    return int(raw.replace(",", "")) if isinstance(raw, str) and raw else None
+
+
+def stated_acceptance(row: Row) -> Row:
+    """Acceptance an author states: the accepted and drafted tokens as counted (a whole
+    record), or a rate alone (a percentage or a fraction), kept as printed and partial: it
+    has no counts and none is made up for it. The quoted words go to ``extra``."""
+    quote = " ".join(str(row.pop("stated", "") or "").split())
+    accepted = _stated_count(row.pop("stated_accepted", None))
+    drafted = _stated_count(row.pop("stated_drafted", None))
+    rate = row.pop("stated_rate", None)
+    percent = row.pop("stated_pct", None)
+    if accepted is not None and drafted is not None:
+        row["accepted_tokens"], row["draft_tokens"] = accepted, drafted
+        if drafted:
+            row["acceptance_rate"] = accepted / drafted
+    elif rate is not None:
+        row["reported_rate"] = round(float(rate) / (100 if percent else 1), 12)
+        row["partial"] = True
+    row["extra"] = json.dumps({"stated": quote}, ensure_ascii=False)
+    return row
+
+
 # --- configuration ---------------------------------------------------------------------
 
 
@@ -320,6 +346,7 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "spec_from_drafts": spec_from_drafts,
     "vllm_engine_stats": vllm_engine_stats,
     "stated_comparison": stated_comparison,
+    "stated_acceptance": stated_acceptance,
 }
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
     "vllm_config": vllm_config,
