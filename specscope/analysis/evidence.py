@@ -153,6 +153,7 @@ def gather(
         if since is not None:
             scope = scope & (pl.col("ts") >= now - since)
         per_run = weighted_acceptance(store.spec_decode.filter(scope), ["run_id"])
+    per_run = with_stated_rates(store.spec_decode, per_run)
     # One chunk per column: a store's files come in many row groups, and polars filters
     # a frame of many chunks (or of columns chunked differently) far slower than one.
     spec, stats = detector_rows(store)
@@ -172,6 +173,38 @@ def gather(
     ev.requests = request_rows(store, run_ids, since=None if since is None else now - since)
     ev.costs = cost_rows(store)
     return ev
+
+
+# The format whose ``reported_rate`` is a share of draft tokens an author states (SGLang's
+# changed meaning between releases and comes with a mean length that is judged instead).
+STATED_RATE_FORMAT = "stated_acceptance"
+
+
+def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
+    """``per_run`` with ``stated_rate``: for a run with neither counts nor a mean length, the
+    mean of the rates its author stated in prose (``stated_acceptance``). Only such runs are
+    looked up, so a store of telemetry is not read again."""
+    silent = per_run.filter(
+        pl.col("draft_tokens").is_null() & pl.col("mean_acceptance_length").is_null()
+    )["run_id"]
+    if silent.is_empty():
+        return per_run.with_columns(pl.lit(None, pl.Float64).alias("stated_rate"))
+    rates = (
+        spec.filter(
+            pl.col("run_id").is_in(silent.to_list())
+            & (pl.col("format") == STATED_RATE_FORMAT)
+            & pl.col("reported_rate").is_not_null()
+        )
+        .group_by("run_id")
+        .agg(pl.col("reported_rate").mean().alias("stated_rate"))
+        .collect()
+    )
+    return per_run.join(
+        rates.with_columns(pl.col("run_id").cast(per_run.schema["run_id"])),
+        on="run_id",
+        how="left",
+        maintain_order="left",
+    )
 
 
 def detector_rows(store: Store) -> tuple[pl.LazyFrame, pl.LazyFrame]:
@@ -443,6 +476,22 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
             tokens / assumed, float(assumed), float(accepted), (f"{K_ASSUMED}: {assumed} assumed",)
         )
     tau, records = agg.get("mean_acceptance_length"), agg.get("records") or 0
+    stated = agg.get("stated_rate")
+    if tau is None and stated is not None and records:
+        # A rate an author states in prose: no counts, so as many verify steps as behind a
+        # printed mean, and a finding on it is at most suggestive (it rests on both).
+        steps = cfg["steps_per_printed_mean"] * records
+        k = k or cfg["assumed_k"]
+        return Trials(
+            float(steps),
+            float(k),
+            float(stated) * k * steps,
+            (
+                f"counts not stated: the author's rate of {float(stated):.1%} taken as "
+                f"{steps} verify steps",
+                *((f"{K_ASSUMED}: {k} assumed",) if not agg.get("k") else ()),
+            ),
+        )
     if tau is None or not records:
         return None
     steps = cfg["steps_per_printed_mean"] * records
