@@ -115,9 +115,9 @@ def kv_saturation(ev: Evidence) -> set[str] | None:
     return {str(r) for r in passed["run_id"].to_list()}
 
 
-def _sides(ev: Evidence) -> pl.DataFrame:
-    """Per run, the counts with one request running and with two or more (the two sides
-    ``concurrency`` compares), as ``counts_of`` sums them."""
+def _sides(ev: Evidence) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per run, and per engine of each run, the counts with one request running and with
+    two or more (the two sides ``concurrency`` compares), as ``counts_of`` sums them."""
     usable = (
         pl.col("drafts").is_not_null()
         & pl.col("running_reqs").is_not_null()
@@ -125,10 +125,12 @@ def _sides(ev: Evidence) -> pl.DataFrame:
     )
     one, many = pl.col("running_reqs") == 1, pl.col("running_reqs") >= 2
     cols = ("drafts", "accepted_tokens", "draft_tokens")
-    return (
-        ev.spec.lazy()
-        .filter(usable)
-        .group_by("run_id")
+    spec = ev.spec.lazy()
+    if "engine" not in ev.spec.columns:
+        spec = spec.with_columns(pl.lit(None, pl.Int64).alias("engine"))
+    engines = (
+        spec.filter(usable)
+        .group_by("run_id", "engine")
         .agg(
             *(pl.col(c).filter(one).sum().alias(f"one_{c}") for c in cols),
             *(pl.col(c).filter(many).sum().alias(f"many_{c}") for c in cols),
@@ -136,6 +138,9 @@ def _sides(ev: Evidence) -> pl.DataFrame:
         .with_columns(pl.col("run_id").cast(pl.String))
         .collect()
     )
+    sums = [f"{side}_{c}" for side in ("one", "many") for c in cols]
+    runs = engines.group_by("run_id").agg(pl.col(sums).sum())
+    return runs, engines.filter(pl.col("engine").is_not_null())
 
 
 def _collapses(ev: Evidence, sums: dict[str, float]) -> bool:
@@ -156,7 +161,16 @@ def concurrency(ev: Evidence) -> set[str] | None:
     show the collapse in their summed counts. The detector forms its setups from the runs
     it is given, so a setup is kept whole: every run of a (source, configuration) where
     any of its groups passes."""
-    sides = {r["run_id"]: r for r in _sides(ev).to_dicts()}
+    whole, by_engine = _sides(ev)
+    sides = {r["run_id"]: r for r in whole.to_dicts()}
+    # A data-parallel run is judged engine by engine there (its sum can hide one engine),
+    # and only so: it passes alone where one of its engines does.
+    dp = ev.data_parallel()
+    engine_passes = {
+        str(r["run_id"])
+        for r in by_engine.filter(pl.col("run_id").is_in(list(dp))).to_dicts()
+        if _collapses(ev, r)
+    }
     keys = ("spec_method", "k", "model", "quantization", "tensor_parallel_size", "hardware")
     setups: dict[tuple[Any, ...], list[str]] = {}
     for run_id, run in ev.runs.items():
@@ -164,9 +178,11 @@ def concurrency(ev: Evidence) -> set[str] | None:
     empty = dict.fromkeys(next(iter(sides.values()), {}), 0)
     keep: set[str] = set()
     for ids in setups.values():
-        # A data-parallel run is judged engine by engine there: its sum can hide one.
-        dp = ev.data_parallel()
-        alone = [r for r in ids if r in sides and (r in dp or _collapses(ev, sides[r]))]
+        alone = [
+            r
+            for r in ids
+            if r in sides and (r in engine_passes if r in dp else _collapses(ev, sides[r]))
+        ]
         together = _one_after_another(ev, ids)  # the setup's group, if two or more
         if len(together) > 1 and empty:
             summed = {
