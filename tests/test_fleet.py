@@ -145,3 +145,46 @@ def test_reading_what_is_needed_on_the_real_excerpts(excerpts: Path) -> None:
     assert opened.sums_cover_rows()
     want = _said(findings_of(gather(opened)))
     assert _said(findings_of(gather_needed(opened, batch_rows=500))) == want
+
+
+@pytest.fixture(scope="module")
+def restarts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``bench/generate.py --size 20M --runs 1000`` (the report benchmark's 651-run store):
+    a server restarted with every synthetic run, a fifth of them data parallel."""
+    from generate import write_server
+
+    root = tmp_path_factory.mktemp("restarts")
+    with (root / "server.log").open("w") as out:
+        write_server(out, 20 * 2**20, 0, runs=1000)
+    specscope.ingest([root / "server.log"], store=root / "store", year=2026)
+    return root / "store"
+
+
+def test_screens_keep_every_engine_finding_of_data_parallel_runs(restarts: Path) -> None:
+    """Drift and concurrency in one pass over every run, engine by engine where a run has
+    more than one: the same findings as every run's rows looked at one run at a time."""
+    from specscope.analysis.detectors import screens
+
+    ev = gather(open_store(restarts))
+    dp = ev.data_parallel()
+    assert 50 < len(dp) < len(ev.runs) / 2
+    everything = _said(findings_of(ev, screened=False))
+    by_engine = {f["kind"] for f in everything if "engine" in f["measured"]}
+    assert {"acceptance_drift", "concurrency_collapse", "low_acceptance"} <= by_engine
+    assert _said(findings_of(ev)) == everything
+    # A data-parallel run passes the concurrency screen only where an engine collapses:
+    # most do not, and each one found is let through.
+    kept = screens.concurrency(ev)
+    assert kept is not None
+    collapsed = {f["run_id"] for f in everything if f["kind"] == "concurrency_collapse"}
+    assert collapsed <= kept
+    assert len(dp & kept) < len(dp) / 4
+    # Engine sums made in one pass are each run's own, engine by engine.
+    from specscope.analysis.evidence import engine_sums
+
+    for run_id in sorted(dp)[:20]:
+        rows = ev.spec_of(run_id)
+        for engine, sums in engine_sums(ev, run_id):
+            mine = rows.filter(pl.col("engine") == engine)
+            assert sums["draft_tokens"] == mine["draft_tokens"].sum()
+            assert sums["records"] == mine.height
