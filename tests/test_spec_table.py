@@ -68,3 +68,35 @@ def test_counts_that_cannot_be_or_are_missing_make_no_record() -> None:
     rows = _rows(text)
     assert [(r["accepted_tokens"], r["draft_tokens"]) for r in rows] == [(1200, 2000)]
     assert rows[0]["line"] == 5
+
+
+# A table's header can open more than one definition's block: the counts go to spec_decode
+# and the throughput comparison to bench, each read by its own definition; a table of rates
+# is still read as the comparison it holds, though spec_decode_table opens it first.
+ARMS = """| arm | {acceptance} | decode tok/s |
+|---|---|---|
+| no spec | - | 90 |
+| MTP k=3 | {mtp} | 61 |
+"""
+
+
+def test_a_table_of_counts_and_a_comparison_gives_both() -> None:
+    tables = parse_text(ARMS.format(acceptance="accepted / drafted", mtp="1393 / 13548")).tables
+    (spec,) = tables["spec_decode"]
+    assert (spec["accepted_tokens"], spec["draft_tokens"], spec["line"]) == (1393, 13548, 4)
+    (bench,) = tables["bench"]
+    assert bench["format"] == "stated_speedup_table" and bench["output_throughput"] == 61.0
+    assert json.loads(bench["extra"])["baseline"] == 90.0
+
+
+def test_a_table_of_rates_is_still_the_comparison_it_holds() -> None:
+    tables = parse_text(ARMS.format(acceptance="accept rate", mtp="35.8%")).tables
+    assert not tables.get("spec_decode")
+    (bench,) = tables["bench"]
+    assert bench["format"] == "stated_speedup_table" and bench["output_throughput"] == 61.0
+
+
+def test_counts_in_the_rate_cells_are_read() -> None:
+    tables = parse_text(ARMS.format(acceptance="Draft acceptance", mtp="**4.2%** (17/402)")).tables
+    (spec,) = tables["spec_decode"]
+    assert (spec["accepted_tokens"], spec["draft_tokens"]) == (17, 402)

@@ -5,7 +5,7 @@ line, whether a line was cut inside one, and what an envelope says (process, lev
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import regex
@@ -180,14 +180,17 @@ class Grammar:
         return out
 
     def block_start(self, text: str) -> tuple[Definition, regex.Match[str]] | None:
+        return next(self.block_starts(text), None)
+
+    def block_starts(self, text: str) -> Iterator[tuple[Definition, regex.Match[str]]]:
+        """Each block definition whose opening ``text`` has, in the grammar's order."""
         for defn in self.blocks:
             if defn.literals and not any(lit in text for lit in defn.literals):
                 continue
             assert defn.anchor is not None
             m = defn.anchor.search(text)
             if m is not None:
-                return defn, m
-        return None
+                yield defn, m
 
 
 def envelope_of(m: regex.Match[str], year: int | None) -> Envelope:

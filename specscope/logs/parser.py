@@ -22,7 +22,6 @@ from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS, to_del
 from specscope.logs.fields import (
     Reading,
     labels_of,
-    read_block,
     read_json,
     unreadable,
 )
@@ -261,7 +260,8 @@ class LineParser:
         if start is not None:
             self._finish_pending()
             defn, m = start
-            self._block = Block(defn, text[m.start() :], line, m)
+            others = list(self.grammar.block_starts(text))[1:]
+            self._block = Block(defn, text[m.start() :], line, m, others)
             return
         if self.grammar.unfinished(text):
             self._held = (line, text, year, ((0, line),))
@@ -408,19 +408,15 @@ class LineParser:
     @guarded("a block")
     def _finish_block(self) -> None:
         block, self._block = self._block, None
-        if block is None:
-            return
-        text = "\n".join(block.lines)
-        reading = read_block(block.defn, text)
-        if len(reading.values) < block.needed:
-            return  # a title and nothing under it, or a label or two in prose: no block
-        for part in (reading, *reading.more):  # a table of records: one a row, on its line
-            at = None if part.offset is None else block.line + part.offset
-            reason = self._accept(
-                block.defn, Origin(at or block.line, at or block.end_line, None), part, {}
-            )
-            if reason is not None:
-                self.skipped.append(Skip(at or block.line, reason, text[:300]))
+        said = "\n".join(block.lines)[:300] if block is not None else ""
+        for defn, reading in block.readings() if block is not None else ():
+            for part in (reading, *reading.more):  # a table of records: one a row, its line
+                at = None if part.offset is None else block.line + part.offset
+                reason = self._accept(
+                    defn, Origin(at or block.line, at or block.end_line, None), part, {}
+                )
+                if reason is not None:
+                    self.skipped.append(Skip(at or block.line, reason, said))
 
     def _accept(
         self, defn: Definition, origin: Origin, reading: Reading, groups: Mapping[str, Any]

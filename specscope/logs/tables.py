@@ -325,7 +325,12 @@ def _changes_agree(
     return True
 
 
-_COUNTS = regex.compile(r"(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)(?:\s*\(\s*[\d.]+\s*%\s*\))?")
+# 'accepted / drafted', with the rate after it ('80/94 (85.1%)') or before it, the counts
+# in parentheses ('60.1% (83/138)', a column named for the rate).
+_COUNTS = regex.compile(
+    r"(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)(?:\s*\(\s*[\d.]+\s*%\s*\))?"
+    r"|[\d.]+\s*%\s*\(\s*(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)\s*\)"
+)
 _RATE = regex.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%?)")
 
 
@@ -360,6 +365,8 @@ def read_spec_table(defn: Definition, text: str) -> Reading:
 
     counts, rate, length = column("counts"), column("rate"), column("length")
     positions, drafts = column("per_position"), column("drafts")
+    if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
+        counts = rate
     if counts is None:
         return first
     readings: list[Reading] = []

@@ -5,6 +5,7 @@ whether the next line is more of it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import regex
@@ -231,23 +232,48 @@ class Origin:
     env: Envelope | None
 
 
+def _needed(defn: Definition, start: regex.Match[str]) -> int:
+    """The fields that make a block: one under its header (the anchor's `header` group),
+    the definition's `min_fields` without it (a label in prose is no block)."""
+    return 1 if start.groupdict().get("header") is not None else max(1, defn.min_fields)
+
+
 class Block:
     """A multi-line block (bench results, the offline example's summary) being collected."""
 
     MAX_LINES = 120
     MAX_LINE = 1024  # a result block's lines are short: a longer line is none of them
 
-    def __init__(self, defn: Definition, text: str, line: int, start: regex.Match[str]) -> None:
+    def __init__(
+        self,
+        defn: Definition,
+        text: str,
+        line: int,
+        start: regex.Match[str],
+        others: Sequence[tuple[Definition, regex.Match[str]]] = (),
+    ) -> None:
         self.defn = defn
         self.lines = [text]
         self.line = line
         self.end_line = line
         self.ended = False
         self.size = len(text)
-        # The fields that make it a block: one under its header (the anchor's `header`
-        # group), the definition's `min_fields` without it (a label in prose is no block).
-        headed = start.groupdict().get("header") is not None
-        self.needed = 1 if headed else max(1, defn.min_fields)
+        self.needed = _needed(defn, start)
+        # Other definitions whose header the first line also has: an author's table can
+        # hold counts (spec_decode) and a comparison (bench) at once.
+        self.others = [(d, _needed(d, m)) for d, m in others if d.table != defn.table]
+
+    def readings(self) -> list[tuple[Definition, Reading]]:
+        """What the block says: by its definition, and by each other one whose header it
+        has and that stores into another table (the first reading of a table wins)."""
+        text, out = "\n".join(self.lines), []
+        for defn, needed in ((self.defn, self.needed), *self.others):
+            if any(d.table == defn.table for d, _ in out):
+                continue
+            reading = read_block(defn, text)
+            if len(reading.values) >= needed:  # fewer: a title or a label in prose
+                out.append((defn, reading))
+        return out
 
     def repeats(self, text: str) -> bool:
         """Does ``text`` say again what the block already said (the next block)?"""
