@@ -408,8 +408,10 @@ class LineParser:
     @guarded("a block")
     def _finish_block(self) -> None:
         block, self._block = self._block, None
-        said = "\n".join(block.lines)[:300] if block is not None else ""
-        for defn, reading in block.readings() if block is not None else ():
+        if block is None:
+            return
+        said = "\n".join(block.lines)[:300]
+        for defn, reading in block.readings():
             for part in (reading, *reading.more):  # a table of records: one a row, its line
                 at = None if part.offset is None else block.line + part.offset
                 reason = self._accept(

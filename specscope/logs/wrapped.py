@@ -266,7 +266,8 @@ class Block:
     def readings(self) -> list[tuple[Definition, Reading]]:
         """What the block says: by its definition, and by each other one whose header it
         has and that stores into another table (the first reading of a table wins)."""
-        text, out = "\n".join(self.lines), []
+        text = "\n".join(self.lines)
+        out: list[tuple[Definition, Reading]] = []
         for defn, needed in ((self.defn, self.needed), *self.others):
             if any(d.table == defn.table for d, _ in out):
                 continue
