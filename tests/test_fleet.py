@@ -188,3 +188,34 @@ def test_screens_keep_every_engine_finding_of_data_parallel_runs(restarts: Path)
             mine = rows.filter(pl.col("engine") == engine)
             assert sums["draft_tokens"] == mine["draft_tokens"].sum()
             assert sums["records"] == mine.height
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_drift_splits_many_series_as_drift_split_splits_each(seed: int) -> None:
+    """The drift detector's batch of series split at once gives each series' own
+    ``stats.drift_split``: steady series, a change of level, ties and series whose
+    sides never hold enough drafts, taken from rows in any order."""
+    import numpy as np
+
+    from specscope.analysis.detectors.drift import _splits
+    from specscope.stats import drift_split
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(60):
+        n = int(rng.integers(2, 40))
+        drafts = rng.integers(0, 30, n)
+        level = np.where(
+            np.arange(n) < rng.integers(1, n + 1), rng.uniform(0, 1), rng.uniform(0, 1)
+        )
+        tokens = drafts * 3
+        rows.append(np.column_stack([drafts, tokens, np.floor(tokens * level).astype(np.int64)]))
+    counts = np.concatenate(rows)
+    ends = np.cumsum([len(r) for r in rows])
+    ats = [np.arange(e - len(r), e) for e, r in zip(ends, rows, strict=True)]
+    ats = [at[rng.permutation(len(at))] if i % 5 == 0 else at for i, at in enumerate(ats)]
+    for z in (1.96, 3.29):
+        got = _splits(counts, ats, 40, 0.1, z)
+        want = [drift_split(*np.cumsum(counts[at], axis=0).T, 40, 0.1, z) for at in ats]
+        assert got == want
+        assert any(w is not None for w in want) and any(w is None for w in want)

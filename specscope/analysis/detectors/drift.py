@@ -10,7 +10,7 @@ from specscope.analysis.evidence import (
     finding_for,
 )
 from specscope.analysis.findings import Confidence, Finding, Severity
-from specscope.stats import coverage, drift_split
+from specscope.stats import SPLIT_POINTS, coverage, drift_split, wilson_arrays
 
 
 def drift(ev: Evidence) -> list[Finding]:
@@ -43,17 +43,86 @@ def drift(ev: Evidence) -> list[Finding]:
     # What a finding reads of its rows (its lines, window and source): a gather of every
     # column for each engine's finding cost more than the detector's sums.
     shown = rows.select("run_id", "line", "end_line", "ts").rechunk()
-    out = []
+    series: list[tuple[str, int | None, np.ndarray]] = []
     for run_id, start, end in zip(run_ids, starts.tolist(), ends.tolist(), strict=True):
         if end - start < 4:
             continue
         parts = _engine_series(arrays, start, end)
-        for engine, at in parts:
-            found = _drift_of(
-                ev, run_id, (rows, shown), arrays, counts, at, engine if len(parts) > 1 else None
-            )
-            if found is not None:
-                out.append(found)
+        series += [(run_id, engine if len(parts) > 1 else None, at) for engine, at in parts]
+    # The series in time order already, split all at once (the others each on its own).
+    batch = [
+        i
+        for i, (_, _, at) in enumerate(series)
+        if len(at) <= SPLIT_POINTS + 1 and _in_order(arrays, at)
+    ]
+    cfg, evidence = ev.config["acceptance_drift"], ev.config["evidence"]
+    ats = [series[i][2] for i in batch]
+    best = _splits(counts, ats, evidence["min_drafts_per_side"], cfg["min_change"], evidence["z"])
+    found = [j for j, b in enumerate(best) if b is not None]
+    certain = _splits(
+        counts,
+        [ats[j] for j in found],
+        evidence["min_drafts_per_side"],
+        cfg["min_change"],
+        evidence["z_certain"],
+    )
+    split: dict[int, tuple[Split | None, Split | None]] = {i: (None, None) for i in batch}
+    split.update({batch[j]: (best[j], c) for j, c in zip(found, certain, strict=True)})
+    out = []
+    for i, (run_id, engine, at) in enumerate(series):
+        finding = _drift_of(
+            ev, run_id, (rows, shown), arrays, counts, at, engine, split.get(i, "unsplit")
+        )
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+Split = tuple[float, float, int]
+
+
+def _splits(
+    counts: np.ndarray, ats: list[np.ndarray], need: int, min_change: float, z: float
+) -> list[Split | None]:
+    """``stats.drift_split`` of many series at once (each the rows at positions ``at`` of
+    ``counts``, in order): the same arithmetic element by element, each series' first
+    split of the largest change among those whose intervals do not overlap. A call a
+    series was most of the detector's time over 2,000 runs."""
+    if not ats:
+        return []
+    lengths = np.array([len(at) for at in ats])
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    cum = np.cumsum(counts[np.concatenate(ats)], axis=0)
+    base = np.zeros((len(ats), cum.shape[1]), dtype=cum.dtype)
+    base[starts > 0] = cum[starts[starts > 0] - 1]
+    d, t, a = (cum - np.repeat(base, lengths, axis=0)).astype(np.float64).T
+    of = np.repeat(np.arange(len(ats)), lengths)
+    last = ends - 1
+    splittable = np.ones(len(d), dtype=bool)
+    splittable[last] = False  # a split after each interval but the last
+    after = np.flatnonzero(splittable)
+    d1, t1, a1 = d[after], t[after], a[after]
+    end = last[of[after]]
+    d2, t2, a2 = d[end] - d1, t[end] - t1, a[end] - a1
+    ok = np.flatnonzero((d1 >= need) & (d2 >= need) & (t1 > 0) & (t2 > 0))
+    d1, t1, a1, d2, t2, a2 = (x[ok] for x in (d1, t1, a1, d2, t2, a2))
+    r1, r2 = a1 / t1, a2 / t2
+    lo1, hi1 = wilson_arrays(a1 / (t1 / d1), d1, z)
+    lo2, hi2 = wilson_arrays(a2 / (t2 / d2), d2, z)
+    change = np.abs(r2 - r1)
+    good = (change >= min_change) & ((hi1 < lo2) | (hi2 < lo1))
+    score = np.where(good, change, -1.0)
+    series = of[after][ok]
+    # Each series' largest score, the first of equal ones: by series, score down, position.
+    order = np.lexsort((np.arange(len(ok)), -score, series))
+    heads = order[np.r_[True, series[order][1:] != series[order][:-1]]] if len(ok) else order
+    out: list[Split | None] = [None] * len(ats)
+    for j in heads.tolist():
+        if good[j]:
+            s = int(series[j])
+            at = int(after[ok[j]]) - int(starts[s]) + 1
+            out[s] = (float(r1[j]), float(r2[j]), at)
     return out
 
 
@@ -85,9 +154,11 @@ def _drift_of(
     counts: np.ndarray,
     at: np.ndarray,
     engine: int | None,
+    split: tuple[Split | None, Split | None] | str,
 ) -> Finding | None:
     """The series of rows at positions ``at`` of ``frames`` (the usable rows of all runs,
-    and their columns a finding shows), taken in time order."""
+    and their columns a finding shows), taken in time order; ``split`` its best and certain
+    splits where made already ("unsplit" where not)."""
     every, shown = frames
     cfg = ev.config["acceptance_drift"]
     need = ev.config["evidence"]["min_drafts_per_side"]
@@ -100,12 +171,15 @@ def _drift_of(
         ).to_numpy()
         at = np.arange(rows.height)
     drafts, tokens, accepted = np.cumsum(counts[at], axis=0).T
-    best = drift_split(drafts, tokens, accepted, need, cfg["min_change"], z)
+    if isinstance(split, tuple):
+        best, certain = split
+    else:
+        best = drift_split(drafts, tokens, accepted, need, cfg["min_change"], z)
+        certain = drift_split(
+            drafts, tokens, accepted, need, cfg["min_change"], ev.config["evidence"]["z_certain"]
+        )
     if best is None:
         return None
-    certain = drift_split(
-        drafts, tokens, accepted, need, cfg["min_change"], ev.config["evidence"]["z_certain"]
-    )
     r1, r2, i = best
     total_d = int(drafts[-1])
     if rows is None:  # the positions in order: one slice where they follow one another
