@@ -164,7 +164,9 @@ def _drift_of(
     need = ev.config["evidence"]["min_drafts_per_side"]
     z = ev.config["evidence"]["z"]
     rows: pl.DataFrame | None = None
-    if not _in_order(arrays, at):
+    if isinstance(split, tuple) and split[0] is None:
+        return None  # split with the others (in order), and no change found
+    if not isinstance(split, tuple) and not _in_order(arrays, at):
         rows = _in_time_order(every[at])
         counts = rows.select(
             pl.col(c).fill_null(0) for c in ("drafts", "draft_tokens", "accepted_tokens")
