@@ -68,9 +68,12 @@ def prefix_cache(ev: Evidence) -> list[Finding]:
                 )
             )
     # Within a run: acceptance against the hit rate of the same interval.
-    usable = ev.spec_of(*ev.runs).filter(
-        pl.col("prefix_cache_hit_rate").is_not_null() & pl.col("drafts").is_not_null()
-    ).rechunk()  # a run's rows a slice of it: one chunk, not one a run
+    # A run's rows a slice of these: one chunk, not one a run.
+    usable = (
+        ev.spec_of(*ev.runs)
+        .filter(pl.col("prefix_cache_hit_rate").is_not_null() & pl.col("drafts").is_not_null())
+        .rechunk()
+    )
     offset = 0
     for run_id, n, low, high, mean_low, mean_high in _halves(usable):
         rows = usable.slice(offset, n)
