@@ -57,7 +57,7 @@ def test_store_reads_back_in_polars_and_duckdb(tmp_path):
     specscope.ingest([INT4, DFLASH], store=store, year=2026).raise_for_errors()
     lazy = pl.scan_parquet(f"{store}/spec_decode/**/*.parquet", hive_partitioning=True)
     frame = lazy.collect()
-    assert frame.height == 21 + 11
+    assert frame.height == 21 + 15
     assert set(frame["source_id"].unique()) == {
         s for s in specscope.open_store(store).sources.collect()["source_id"]
     }
@@ -67,7 +67,7 @@ def test_store_reads_back_in_polars_and_duckdb(tmp_path):
         f"from read_parquet('{store}/spec_decode/**/*.parquet', hive_partitioning=true) "
         "group by 1 order by 2"
     ).fetchall()
-    assert [r[1] for r in rows] == [11, 21]
+    assert [r[1] for r in rows] == [15, 21]
     assert rows[1][2:] == (3623, 19476 + 7175)
     # list columns survive the round trip
     per_pos = con.execute(
@@ -122,7 +122,7 @@ def test_gzip_and_stdin(cli, tmp_path, monkeypatch):
     gz.write_bytes(gzip.compress(DFLASH.read_bytes()))
     r = cli("ingest", gz, "--store", tmp_path / "a")
     assert r.status == 0, r.err
-    assert "found 11 spec-decode records" in r.out
+    assert "found 15 spec-decode records" in r.out  # 4 of them rates stated in prose
     import io
     import sys
 
@@ -168,7 +168,7 @@ def test_runs_lists_runs_with_weighted_acceptance(cli, tmp_path):
     assert r.status == 0
     assert "50.5%" in r.out and "3.52" in r.out
     rows = json.loads(cli("runs", "--store", store, "--json").out)
-    assert len(rows) == 3 + 7
+    assert len(rows) == 3 + 9  # seed 002: 3 runs of rates its author states
     bf16 = next(row for row in rows if row["accepted_tokens"] == 3623)
     assert bf16["k"] == 5
     assert abs(bf16["mean_acceptance_length"] - (1 + 3623 / 1435)) < 1e-12

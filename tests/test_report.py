@@ -151,12 +151,14 @@ def test_verdict_and_tables_on_the_seeds(tmp_path):
     ).raise_for_errors()
     report = build_report(specscope.open_store(store), with_charts=False)
     assert report.verdict.startswith(
-        "8 runs with speculative decoding, 51,301 drafts. 2 critical findings "
+        # (three of them the rates seed 002's author states in prose: parsers/stated_acceptance)
+        "11 runs with speculative decoding, 51,301 drafts. 2 critical findings "
         "(concurrency_collapse, zero_acceptance)."
     )
     # Launches without records are folded into one line, not rows of dashes; a column no
     # run filled is named once instead of shown empty; every finding says how sure it is.
-    assert len(report.quiet) == 2 and all("003_" in q or "002_" in q for q in report.quiet)
+    # (seed 002's DFlash launch is no longer quiet: its author states its rate after it)
+    assert len(report.quiet) == 1 and all("003_" in q or "002_" in q for q in report.quiet)
     shown = [key for _, key in report.columns]
     for r in report.runs:
         assert any(r.get(k) is not None for k in shown if k not in ("run", "run_id"))
@@ -173,7 +175,7 @@ def test_verdict_and_tables_on_the_seeds(tmp_path):
         "run"
     ].startswith("003_83783f5568908b19.txt:19-44")
     assert rows["s54e95cd2ea-3"]["acceptance_rate"] == pytest.approx(3623 / 7175)
-    assert rows["s09b4732cdd-1"]["mean_acceptance_length"] == pytest.approx(8.086, abs=1e-3)
+    assert rows["s09b4732cdd-2"]["mean_acceptance_length"] == pytest.approx(8.086, abs=1e-3)
     kinds = [f["kind"] for f in report.findings]
     assert kinds[:2] == ["zero_acceptance", "concurrency_collapse"]
     zero = report.findings[0]
@@ -381,7 +383,8 @@ def test_markdown_renders_as_github_would(cli, tmp_path):
     raw = {m.lower() for m in re.findall(r"<(/?[a-zA-Z]+)", text)}
     assert raw <= {"details", "/details", "summary", "/summary", "sub", "/sub", "br"}
     assert "Confidence:" in page and "Not in the log:" in page
-    assert "launches without spec-decode records" in page
+    # (seed 003's launch; seed 002's DFlash launch holds the rate its author states after it)
+    assert "1 launch without spec-decode records" in page
 
 
 def test_html_charts_draw_with_their_data_in_view(cli, tmp_path):

@@ -94,3 +94,13 @@ def test_stated_rates_are_looked_up_only_for_runs_without_counts_or_mean() -> No
     got = dict(with_stated_rates(spec, per_run).select("run_id", "stated_rate").iter_rows())
     # b's rate is SGLang's (its meaning changed between releases); c has counts.
     assert got == {"a": 0.05, "b": None, "c": None}
+
+
+def test_an_undecided_stated_rate_asks_for_its_counts_not_more_drafts(tmp_path) -> None:
+    # the line of world case 158, its full-width punctuation as the author typed it
+    text = "tpot 45ms->60ms (数据集\uff1agsm8k\uff0c并发数\uff1a1\uff0c采纳率~40%\uff09\n"
+    found = _findings(tmp_path, text)
+    (unsure,) = [f for f in found if f.kind == "insufficient_data"]
+    assert "counts the author's rate was read from" in unsure.explanation
+    assert "more drafts" not in unsure.explanation
+    assert _blamed(found) == {}

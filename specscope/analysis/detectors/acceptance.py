@@ -505,8 +505,12 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
         need = drafts_to_tell(trials.rate, width, z)
         more = max(need - round(trials.drafts), 0)
         lo_rate, hi_rate = max(trials.rate - width / 2, 0.0), min(trials.rate + width / 2, 1.0)
+        # A rate an author states rests on no drafts of its own: more of them cannot come.
+        stated = agg.get("stated_rate") is not None and agg.get("draft_tokens") is None
         settle = (
-            f"about {more:,} more drafts would tell {lo_rate:.0%} from {hi_rate:.0%}"
+            "the counts the author's rate was read from would settle it"
+            if stated
+            else f"about {more:,} more drafts would tell {lo_rate:.0%} from {hi_rate:.0%}"
             if more
             else "counted drafts (a log that prints Accepted/Drafted) would settle it"
         )
@@ -538,6 +542,8 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
                 next_step="say what the log does not (--set k=N), or read the server's "
                 "counters (specscope scrape of its /metrics) for exact counts"
                 if narrow
+                else "paste the log or counters the stated rate came from"
+                if stated
                 else "collect more intervals (a longer log, a longer pull) before judging",
                 measured={"acceptance_rate": trials.rate, "interval": [low_, high]},
                 expected={"interval narrower than": width},
