@@ -37,6 +37,7 @@ from specscope.analysis.evidence import (
     Evidence,
     detector_rows,
     evidence_from,
+    with_stated_rates,
 )
 from specscope.analysis.findings import Finding
 from specscope.analysis.requests import request_rows
@@ -94,6 +95,7 @@ def gather_needed(
     per_run = rollup.per_run(store.run_sums)
     if wanted:
         per_run = per_run.filter(pl.col("run_id").is_in(wanted))
+    per_run = with_stated_rates(store.spec_decode, per_run)  # as gather's
     spec_all, stats_all = detector_rows(store)  # every file checked once, here
     runs, events, bench = (store.table(t).collect() for t in ("runs", "events", "bench"))
 
