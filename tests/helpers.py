@@ -75,3 +75,15 @@ def run_measured(
         )
         status, seconds, rss = json.loads(open(report.name).read())
     return int(status), float(seconds), float(rss)
+
+
+def findings_of_paste(tmp_path: Path, text: str) -> list[Any]:
+    """What `detect` finds in ``text`` pasted into a file and ingested as a user would."""
+    import specscope
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "paste.log"
+    log.write_text(text, encoding="utf-8")
+    store = tmp_path / "store"
+    specscope.ingest([log], store=store, year=2026)
+    return specscope.detect(specscope.open_store(store))

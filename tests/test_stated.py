@@ -4,7 +4,6 @@ log: read as the author's claim, kept apart from telemetry, judged by no_speedup
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,16 +12,12 @@ from specscope.logs.definitions import load_definitions
 from specscope.logs.derive import stated_comparison
 from specscope.logs.parser import parse_text
 
+from .helpers import findings_of_paste
+
 STATED = [d for d in load_definitions() if d.name.startswith("stated_")]
 
 
-def _findings(tmp_path: Path, text: str) -> list[specscope.Finding]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    store = tmp_path / "store"
-    specscope.ingest([log], store=store, year=2026)
-    return specscope.detect(specscope.open_store(store))
+_findings = findings_of_paste
 
 
 def _slow(found: list[specscope.Finding]) -> list[specscope.Finding]:

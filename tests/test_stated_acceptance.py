@@ -4,7 +4,6 @@ as counts, a lone rate only as a suggestion, and a healthy rate blames nothing."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -13,14 +12,9 @@ import specscope
 from specscope.analysis.evidence import with_stated_rates
 from specscope.logs.parser import parse_text
 
+from .helpers import findings_of_paste
 
-def _findings(tmp_path: Path, text: str) -> list[specscope.Finding]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    store = tmp_path / "store"
-    specscope.ingest([log], store=store, year=2026)
-    return specscope.detect(specscope.open_store(store))
+_findings = findings_of_paste
 
 
 def _blamed(found: list[specscope.Finding]) -> dict[str, specscope.Finding]:
