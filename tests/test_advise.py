@@ -33,14 +33,30 @@ def test_when_no_k_beats_none_it_says_so_instead_of_naming_a_best(tmp_path):
     assert "speculation does not pay here" in text
 
 
-def test_the_report_says_speculation_does_not_pay(tmp_path):
-    """8 of 400 drafts accepted at the first position: tau(1) = 1.02, below any default
-    cost of a draft position; the report says it does not pay instead of naming a k."""
+def test_the_report_says_speculation_should_be_off(tmp_path):
+    """8 of 400 drafts accepted at the first position: tau(1) = 1.02 against a default cost
+    of 1.1 a position, and even the interval's upper bound is under 1 (0.965): the report
+    says speculation should be off at this load, as `advise --json` says `off`."""
     from specscope.report.build import build_report
     from specscope.report.markdown import render_markdown
 
     report = build_report(_store(tmp_path, [8, 0, 0]), with_charts=False)
     (a,) = report.advice
-    assert a["pays"] is False
+    assert a["pays"] is False and a["off"] is True and a["speedup_interval"][1] <= 1
     text = render_markdown(report, tmp_path / "r.md", images=False)
-    assert "**it does not pay**" in text and "Best k by the cost model" not in text
+    assert "**Speculation should be off at the load this run saw**" in text
+    assert f"{a['speedup_interval'][1]:.3f}x" in text
+    assert "Best k by the cost model" not in text and "does not pay" not in text
+
+
+def test_too_few_drafts_to_say_off_the_report_says_only_it_does_not_pay(tmp_path):
+    """1 of 20 drafts accepted: under 1 at the point estimate (0.955), but 20 drafts leave
+    the upper bound at 1.42, so the report does not tell the user to turn it off."""
+    from specscope.report.build import build_report
+    from specscope.report.markdown import render_markdown
+
+    report = build_report(_store(tmp_path, [1, 0, 0], drafts=20), with_charts=False)
+    (a,) = report.advice
+    assert a["pays"] is False and a["off"] is False
+    text = render_markdown(report, tmp_path / "r.md", images=False)
+    assert "**it does not pay**" in text and "should be off" not in text

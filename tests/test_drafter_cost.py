@@ -106,6 +106,21 @@ def test_trtllm_overhead_switches_the_cost_and_says_off(tmp_path) -> None:
     assert b.cost_source == "--cost-ratio" and b.pays and not b.off
 
 
+def test_the_report_says_off_for_a_run_costed_on_its_own_k(tmp_path) -> None:
+    """TensorRT-LLM at 60% draft overhead has no per-position curve, yet the report's advice
+    says what `advise` says: off at this load."""
+    from specscope.report.build import build_report
+    from specscope.report.markdown import render_markdown
+
+    report = build_report(
+        _store(tmp_path, "iter.jsonl", _iterations(200, 21, 0.6)), with_charts=False
+    )
+    (a,) = report.advice
+    assert a["off"] and not report.per_position
+    text = render_markdown(report, tmp_path / "r.md", images=False)
+    assert f"- **run {a['run_id']}** (k=3): **Speculation should be off" in text
+
+
 def test_trtllm_without_overhead_has_no_cost_to_judge_its_own_k(tmp_path) -> None:
     assert advise(_store(tmp_path, "iter.jsonl", _iterations(200, 21, None))) == []
 

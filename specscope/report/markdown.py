@@ -170,18 +170,14 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
     for p in report.per_position:
         rates = " ".join(f"{a:.3f}" if a is not None else "–" for a in p["per_position"])
         advice = next((a for a in report.advice if a["run_id"] == p["run"]), None)
-        hint = ""
-        if advice and advice.get("pays", True):
-            hint = (
-                f" Best k by the cost model: **{advice['best_k']}** "
-                f"(c={advice['cost_ratio']}, {md(advice['cost_source'])})."
-            )
-        elif advice:
-            hint = (
-                " By the cost model no k is faster than speculation off "
-                f"(c={advice['cost_ratio']}, {md(advice['cost_source'])}): **it does not pay**."
-            )
+        hint = _advice_hint(advice) if advice else ""
         parts.append(f"- **{md(p['label'])}** ({md(p['drafts'])} drafts): {rates}.{hint}")
+    curved = {p["run"] for p in report.per_position}
+    for a in report.advice:
+        # Advised on its own k (no curve: TensorRT-LLM costed by its overhead), a run has no
+        # line above; advice to stop is said all the same.
+        if a["run_id"] not in curved and a.get("off"):
+            parts.append(f"- **run {md(a['run_id'])}** (k={a['k']}):{_advice_hint(a)}")
     if report.advice:
         table = ["| run | k′ | τ(k′) | speedup |", "|---|---|---|---|"]
         for a in report.advice:
@@ -219,6 +215,22 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
         + ".</sub>\n"
     )
     return _fit(parts, evidence_blocks, other_blocks)
+
+
+def _advice_hint(advice: dict[str, Any]) -> str:
+    """The cost model's word on a run: the best k, or that speculation does not pay, or
+    (its interval's upper bound at most 1) that it should be off at the load seen."""
+    cost = f"c={advice['cost_ratio']}, {md(advice['cost_source'])}"
+    if advice.get("pays", True):
+        return f" Best k by the cost model: **{advice['best_k']}** ({cost})."
+    if advice.get("off"):
+        lo, hi = advice.get("speedup_interval") or (0.0, 0.0)
+        return (
+            " **Speculation should be off at the load this run saw**: even the best k "
+            f"({advice['best_k']}) is at most {hi:.3f}x ({md(advice.get('coverage', ''))} "
+            f"interval {lo:.3f}-{hi:.3f}; {cost})."
+        )
+    return f" By the cost model no k is faster than speculation off ({cost}): **it does not pay**."
 
 
 def _setups(report: Report) -> list[str]:
