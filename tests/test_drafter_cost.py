@@ -69,6 +69,26 @@ def test_llamacpp_dur_against_the_requests_eval_time(tmp_path) -> None:
     assert by_method[None].cost_source == a.cost_source
 
 
+@pytest.mark.parametrize(
+    ("calls", "dur"),
+    [
+        ("#calls = 87", "dur(b,g,a) = 0.005, 325.555, 0.114 ms"),  # docs/speculative.md 067318e
+        ("#calls = 87", "dur = 325.555 ms"),  # the earlier single generation time
+    ],
+)
+def test_llamacpp_earlier_statistics_forms_give_the_same_cost(tmp_path, calls, dur) -> None:
+    """'#calls = N' counts the draft calls alone: with either duration the drafter's time a
+    step is the same 325.555 ms over 87 calls as the '#calls(b,g,a)' form gives."""
+    text = (WORLD / "97_llamacpp_eagle3_request_and_statistics.log").read_text(encoding="utf-8")
+    old = text.replace("#calls(b,g,a) =    1     87     87", calls)
+    old = old.replace("dur(b,g,a) = 0.005, 325.555, 0.114 ms", dur)
+    assert old.count(calls) == 1 and old.count(dur) == 1
+    a = {a.method: a for a in advise(_store(tmp_path, "97.log", old))}["eagle3"]
+    assert a.measured is not None and a.measured["draft_calls"] == 87
+    assert a.measured["draft_ms_per_step"] == pytest.approx(325.555 / 87)
+    assert a.cost_ratio == 0.057 and a.cost_source.startswith("measured: llama.cpp drafter")
+
+
 def test_llamacpp_without_the_eval_time_line_keeps_the_default(tmp_path) -> None:
     text = (WORLD / "97_llamacpp_eagle3_request_and_statistics.log").read_text(encoding="utf-8")
     cut = "\n".join(line for line in text.splitlines() if "        eval time" not in line)

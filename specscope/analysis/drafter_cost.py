@@ -6,7 +6,8 @@ draft position it is c_step / k for a chain drafter).
   the drafter's latency over the iteration's (PyExecutor: ``draft_latency_ms /
   iter_latency_ms``), so c_step = o / (1 - o), the rest of the iteration being the target's.
   The mean over the iterations that drafted, or the gauge's last value.
-- **llama.cpp** ``statistics <impl>: ... dur(b,g,a) = b, g, a ms``: common/speculative.cpp
+- **llama.cpp** ``statistics <impl>: ... dur(b,g,a) = b, g, a ms`` (earlier ``#calls = N``
+  with ``dur(b,g,a)`` or ``dur = D ms``, N counting the draft calls): common/speculative.cpp
   adds the wall time of each ``draft()`` call of the implementation to ``t_draft_us`` (one
   call drafts for every slot drafting at that step) and counts the calls (``#calls``' g),
   both since the server started, so g / calls is the drafter's time per verify step. The
@@ -117,17 +118,24 @@ def measured_cost(
 
 
 def _per_call(row: dict[str, Any]) -> tuple[float, int] | None:
-    """The drafter's time per draft call (ms) and the calls, from a statistics line."""
+    """The drafter's time per draft call (ms) and the calls, from a statistics line:
+    ``dur(b,g,a)``'s g over ``#calls(b,g,a)``'s g; in the earlier forms ``#calls = N``
+    counts the draft calls alone, its duration either ``dur(b,g,a)``'s g or the one
+    ``dur = D ms`` (the time of generating drafts, ``gen_duration_us``)."""
     try:
         extra = json.loads(row["extra"] or "{}")
     except ValueError:
         return None
     dur, calls = extra.get("dur_ms"), extra.get("calls")
-    if not isinstance(dur, list) or not isinstance(calls, list) or len(dur) < 2 or len(calls) < 2:
+    if isinstance(calls, list):
+        calls = calls[1] if len(calls) >= 2 else None
+    if isinstance(dur, list):
+        dur = dur[1] if len(dur) >= 2 else None
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls <= 0:
         return None
-    if not calls[1] or dur[1] is None:
+    if not isinstance(dur, int | float) or isinstance(dur, bool):
         return None
-    return float(dur[1]) / int(calls[1]), int(calls[1])
+    return float(dur) / calls, calls
 
 
 def _llamacpp(costs: dict[str, pl.DataFrame], row: dict[str, Any]) -> MeasuredCost | None:
@@ -162,7 +170,7 @@ def _llamacpp(costs: dict[str, pl.DataFrame], row: dict[str, Any]) -> MeasuredCo
         return None
     return MeasuredCost(
         draft_ms / target_ms,
-        f"measured: llama.cpp drafter {draft_ms:.2f} ms a step (dur g over {calls:,} calls, "
+        f"measured: llama.cpp drafter {draft_ms:.2f} ms a step (draft time over {calls:,} calls, "
         f"line {line}) against the target's {target_ms:.2f} ms (eval time {float(eval_ms):,.0f} "
         f"ms over {steps:,} verify steps, line {last['line']})",
         {
