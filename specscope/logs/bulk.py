@@ -182,6 +182,10 @@ class _BulkReader:
                 walk.stretch(start, j)
             walk.feed(j, line_text)
             start = j + 1
+            # As ``_feed_one``: a record held after a glued or wrapped line ends at the next
+            # line's header, so that line (an access line, as a rule) is read in bulk.
+            if start < len(kind) and walk.has_env[start]:
+                self.parser.close_record()
         if start < len(kind):
             walk.stretch(start, len(kind))
         if len(records):
