@@ -163,6 +163,53 @@ def test_real_sglang_finish_line_near_zero_among_healthy_requests(tmp_path) -> N
     }
 
 
+def _vllm(steps: int, accepted: int, prompt: int, cached: int) -> str:
+    """One vLLM response with --per-request-spec-decode-metrics, shaped as llama-swap#1032's
+    capture: its usage (prompt, cached, output tokens) beside the metrics, under 'data'."""
+    body = {
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": steps + accepted,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+        "metrics": {
+            "speculative_decoding": {
+                "num_spec_steps": steps,
+                "num_accepted_draft_tokens": accepted,
+                "num_draft_tokens": 3 * steps,
+                "num_spec_tokens": 3,
+            }
+        },
+    }
+    return json.dumps({"data": body})
+
+
+def test_vllm_responses_say_what_the_least_accepted_requests_share(tmp_path) -> None:
+    # Six requests with short, cached prompts accept 60 of 120; two with 11,742 uncached
+    # prompt tokens (llama-swap#1032's) accept 10 of 129 and 12 of 129.
+    lines = [_vllm(40, 60, 300, 256) for _ in range(6)]
+    lines += [_vllm(43, 10, 11742, 0), _vllm(43, 12, 11742, 0)]
+    (dist,) = _kinds(_detect(tmp_path, lines), "request_acceptance")
+    (low,) = dist.measured["lowest"]
+    assert low == {
+        "line": 7,
+        "drafted": 129,
+        "accepted": 10,
+        "rate": 10 / 129,
+        "prompt_tokens": 11742,
+        "output_tokens": 53,
+        "cached_tokens": 0,
+    }
+    # The least accepted are those at or under p10 (line 7): they are compared with the rest.
+    assert dist.measured["shared"] == {
+        "prompt_tokens": {"lowest": 11742, "rest": 300},
+        "output_tokens": {"lowest": 53, "rest": 100},
+        "cached_tokens": {"lowest": 0, "rest": 256},
+    }
+    assert "median prompt tokens 11,742 among them against 300 for the rest" in dist.explanation
+
+
 def test_one_healthy_request_is_no_distribution_and_no_outlier(tmp_path) -> None:
     store = tmp_path / "store"
     specscope.ingest([WORLD / "97_llamacpp_eagle3_request_and_statistics.log"], store=store)

@@ -267,9 +267,9 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
     """Read a JSON object (a saved benchmark result) by its keys."""
     reading = Reading()
     for spec in defn.fields.values():
-        if spec.label not in obj or obj[spec.label] is None:
+        value = _beside(obj, spec.label) if spec.label.startswith("^") else obj.get(spec.label)
+        if value is None:
             continue
-        value = obj[spec.label]
         raw = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         try:
             converted = convert(spec, raw)
@@ -283,6 +283,20 @@ def read_json(defn: Definition, obj: dict[str, Any]) -> Reading:
         else:
             reading.values[spec.column] = converted
     return reading
+
+
+def _beside(obj: dict[str, Any], label: str) -> Any:
+    """A ``^a/b`` label: ``b`` of ``a`` in the nearest object around ``obj`` that has ``a``
+    (``groups.Held``): a request's prompt tokens in the response's ``usage``, beside the
+    ``metrics`` its counts are under."""
+    path = label[1:].split("/")
+    for outer in getattr(obj, "around", ()):
+        if path[0] in outer:
+            value: Any = outer
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            return value
+    return None
 
 
 # A key of a JSON document pasted a line at a time, without its braces: as a markdown

@@ -72,16 +72,29 @@ def method_of(series: str) -> str | None:
     return normalise_method(name)
 
 
-def holding(obj: Any, keys: Sequence[str], depth: int = 3) -> dict[str, Any] | None:
+class Held(dict[str, Any]):
+    """The object that holds a definition's keys, found nested in a document, with the
+    objects around it (the nearest first): what a response says beside its counts (vLLM's
+    ``usage`` beside ``metrics``) is read from them (``fields.read_json``, ``^`` labels)."""
+
+    def __init__(self, found: dict[str, Any], around: list[dict[str, Any]]) -> None:
+        super().__init__(found)
+        self.around = around
+
+
+def holding(
+    obj: Any, keys: Sequence[str], depth: int = 3, around: tuple[dict[str, Any], ...] = ()
+) -> dict[str, Any] | None:
     """``obj``, or the first object nested in it, that has every one of ``keys``: a
     response keeps its speculative counts under ``meta_info`` (SGLang) or
-    ``metrics.speculative_decoding`` (vLLM), a capture wraps the response again."""
+    ``metrics.speculative_decoding`` (vLLM), a capture wraps the response again. A nested
+    one comes as a ``Held``, the objects around it beside it."""
     if not isinstance(obj, dict):
         return None
     if all(key in obj for key in keys):
-        return obj
+        return Held(obj, list(reversed(around))) if around else obj
     for value in obj.values() if depth else ():
-        found = holding(value, keys, depth - 1)
+        found = holding(value, keys, depth - 1, (*around, obj))
         if found is not None:
             return found
     return None
@@ -109,4 +122,4 @@ class SeriesRuns:
         return run
 
 
-__all__ = ["EXTRA_PREFIX", "SeriesRuns", "holding", "method_of", "typed_groups"]
+__all__ = ["EXTRA_PREFIX", "Held", "SeriesRuns", "holding", "method_of", "typed_groups"]
