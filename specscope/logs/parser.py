@@ -11,28 +11,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
-import regex
-
-from specscope.logs.checks import check_row, guarded, refusal
+from specscope.logs.checks import guarded
 from specscope.logs.clean import clean_line
-from specscope.logs.definitions import Definition, EventSpec, load_definitions
-from specscope.logs.derive import CONFIG_DERIVATIONS, RECORD_DERIVATIONS, to_deltas
-from specscope.logs.fields import (
-    Reading,
-    labels_of,
-    read_json,
-    unreadable,
-)
-from specscope.logs.grammar import (
-    Envelope,
-    Grammar,
-    envelope_of,
-    far_apart,
-    side_by_side,
-)
-from specscope.logs.groups import SeriesRuns, holding, typed_groups
+from specscope.logs.config_events import ConfigsAndEvents
+from specscope.logs.definitions import load_definitions
+from specscope.logs.fields import read_json, unreadable
+from specscope.logs.grammar import Envelope, Grammar, envelope_of
+from specscope.logs.groups import holding, typed_groups
 from specscope.logs.limits import (
     MAX_JSON_DOC_BYTES,
     LongLines,
@@ -41,9 +27,10 @@ from specscope.logs.limits import (
     refresh,
 )
 from specscope.logs.pasted import Pastes
-from specscope.logs.pyrepr import parse_key_values, parse_python_dict
-from specscope.logs.results import BulkRow, ParseResult, Row, Run, Skip
-from specscope.logs.wrapped import Block, Breaks, Origin, Pending, PendingConfig, Piece, line_at
+from specscope.logs.records import Records
+from specscope.logs.results import ParseResult, Row, Run, Skip
+from specscope.logs.runbook import RunBook
+from specscope.logs.wrapped import Block, Breaks, Origin, Pending, Piece, line_at
 
 _HOLD_MAX = 4096  # a held line longer than this is fed as it is
 
@@ -54,92 +41,56 @@ class LineParser:
     def __init__(self, grammar: Grammar | None = None) -> None:
         refresh()  # the limits, as the environment sets them now
         self.grammar = grammar or Grammar(load_definitions())
-        self.tables: dict[str, list[Row]] = {}
-        self.runs: list[Run] = []
+        # A record still held when a new run opens is the old run's.
+        self.book = RunBook(before_new=self._finish_pending)
+        self.records = Records(self.book)
+        self.tables = self.records.tables
+        self.patches = self.records.patches  # bulk records a later line completed
         self.skipped: list[Skip] = []
         self.lines = 0
-        self.telemetry_lines = 0
         self._pending: Pending | None = None
         # A line that may go on on the next one: (line, text, year, where lines begin).
         self._held: tuple[int, str, int | None, Breaks] | None = None
         self._block: Block | None = None
-        self._config_pending: PendingConfig | None = None
-        self._cumulative: dict[tuple[Any, ...], dict[str, Any]] = {}
-        self._run: Run | None = None
-        self.patches: list[tuple[str, BulkRow]] = []  # bulk records a later line completed
+        self.configs = ConfigsAndEvents(self.grammar, self.book, self.records)
         self._pastes = Pastes(self.grammar.definitions, self)  # pasted /metrics text
-        self._series = SeriesRuns(self.runs)  # runs of series printed side by side
 
     # -- runs ------------------------------------------------------------------------------
 
     @property
     def run(self) -> Run | None:
         """The run the next record would belong to (None before any line opened one)."""
-        return self._run
+        return self.book.run
 
-    def _current_run(self, line: int, block: bool = False) -> Run:
-        """The run a record at ``line`` belongs to. A run that a result block opened
-        (bench output) takes no server log lines after it: those are another source."""
-        if self._run is None or (self._run.from_block and not block):
-            self._new_run(line)
-        assert self._run is not None
-        self._run.last_line = max(self._run.last_line, line)
-        return self._run
-
-    def _new_run(self, line: int) -> Run:
-        self._run = Run(ordinal=len(self.runs) + 1, first_line=line, last_line=line)
-        self.runs.append(self._run)
-        return self._run
+    @property
+    def runs(self) -> list[Run]:
+        return self.book.runs
 
     def paste_run(self, line: int) -> Run:
         """A run for pasted counters, which takes no record of the log around them."""
-        self._finish_pending()
-        run = self._new_run(line)
-        run.from_block = True
-        return run
+        return self.book.paste_run(line)
 
-    def _see_process(self, env: Envelope, line: int) -> None:
-        if env.proc is None or env.pid is None:
-            return
-        run = self._run
-        # Workers (TP ranks) share a name and differ by pid within one server.
-        singleton = "Worker" not in env.proc
-        other_pid = (
-            run is not None
-            and singleton
-            and run.procs.get(env.proc, env.pid) != env.pid
-            and env.pid not in run.side_pids.get(env.proc, ())
-        )
-        if other_pid and run is not None and side_by_side(run.last_seen, env):
-            # A restart takes at least a model load; a new pid logging within seconds of
-            # the run's last line is a sibling (`--api-server-count N` gives N API servers
-            # that log side by side, each for its engines).
-            run.side_pids.setdefault(env.proc, []).append(env.pid)
-            other_pid = False
-        if run is not None and (
-            other_pid or (env.proc not in run.procs and run.procs and far_apart(run.last_seen, env))
-        ):
-            # The same process name with another pid is a restart; a process the run has
-            # not seen, hours after the run's last line, is another server in the paste.
-            self._finish_pending()
-            run = self._new_run(line)
-        run = self._current_run(line)
-        run.procs.setdefault(env.proc, env.pid)
-        if env.month is not None:
-            run.last_seen = env
+    @property
+    def telemetry_lines(self) -> int:
+        """Lines that held a record of any table."""
+        return self.records.telemetry_lines
+
+    @telemetry_lines.setter
+    def telemetry_lines(self, n: int) -> None:
+        self.records.telemetry_lines = n
 
     # -- lines read in bulk (specscope.logs.bulk) ------------------------------------------------
 
     @property
     def quiet(self) -> bool:
         """Nothing carried over from earlier lines: the next line is read on its own."""
-        held = (self._pending, self._held, self._block, self._config_pending)
+        held = (self._pending, self._held, self._block, self.configs.pending)
         return held.count(None) == 4 and not self._pastes.json.lines
 
     def open_line(self) -> int | None:
         """The first line of what is still held (a record, a wrapped line, a block, a
         config), whose rows are yet to come; None when nothing is."""
-        held = (self._pending, self._block, self._config_pending)
+        held = (self._pending, self._block, self.configs.pending)
         lines = [h.line for h in held if h is not None]
         if self._held is not None:
             lines.append(self._held[0])
@@ -149,15 +100,12 @@ class LineParser:
     def close_record(self) -> None:
         """End a record that may still go on, when the next line is known to start with a
         log header of its own (so it would end the record the same way)."""
-        if self._held is None and self._block is None and self._config_pending is None:
+        if self._held is None and self._block is None and self.configs.pending is None:
             self._finish_pending()
 
     def steady(self, proc: str, pid: int) -> bool:
         """Would a line from this process leave the runs as they are (its pid is the run's)?"""
-        run = self._run
-        if run is None or run.from_block or proc not in run.procs:
-            return False
-        return run.procs[proc] == pid or pid in run.side_pids.get(proc, ()) or "Worker" in proc
+        return self.book.steady(proc, pid)
 
     def take_bulk(
         self,
@@ -172,7 +120,7 @@ class LineParser:
         """Account for lines read in bulk while the parser was quiet and every process in
         them was steady: what feeding them one by one would have done to the run. Returns
         the run's ordinal, which their records take."""
-        run = self._run
+        run = self.book.run
         assert run is not None and self.quiet
         run.last_line = max(run.last_line, envelope_line)
         if last_seen is not None:
@@ -203,7 +151,7 @@ class LineParser:
                 self._pending is None
                 and self._held is None
                 and self._block is None
-                and self._config_pending is None
+                and self.configs.pending is None
                 and not self.grammar.interesting(part)
             ):
                 continue
@@ -227,7 +175,7 @@ class LineParser:
                 self._finish_pending()
                 self._finish_block()
                 origin = Origin(line, end_line or line, None)
-                reason = self._accept(hit[0], origin, read_json(*hit), {})
+                reason = self.records.keep(hit[0], origin, read_json(*hit), {})
                 if reason:
                     self.skipped.append(Skip(line, reason, text[:300]))
                 taken = True
@@ -321,15 +269,15 @@ class LineParser:
             last = line_at(breaks, max(piece.start, piece.end - 1))
             line = line_at(breaks, piece.start)
             if piece.has_env and piece.env is not None:
-                self._see_process(piece.env, line)
+                self.book.see_process(piece.env, line)
             if piece.anchor is None and not piece.has_env and not piece.text.strip():
                 continue  # white space before a record on the same line
             headless = piece.headless and piece.anchor is None
-            if headless and self._config_pending is not None:
-                if self._config_pending.take(piece.text):
+            if headless and self.configs.pending is not None:
+                if self.configs.pending.take(piece.text):
                     continue
                 self._finish_config()
-            elif self._config_pending is not None:
+            elif self.configs.pending is not None:
                 self._finish_config()
             fragment = piece.anchor is not None and piece.anchor[1].fragment
             if (
@@ -345,7 +293,7 @@ class LineParser:
                 self._pending.in_prose = not piece.has_env and piece.start > prose_from
                 continue
             self._finish_pending()
-            self._other(piece, line)
+            self.configs.other(piece, line)
 
     def snapshot(self) -> ParseResult:
         """What has been read so far (for following a log): a record whose last field is
@@ -375,13 +323,6 @@ class LineParser:
 
     # -- records ---------------------------------------------------------------------------
 
-    def _emit(self, table: str, row: Row) -> None:
-        self.tables.setdefault(table, []).append(row)
-
-    def _stamp(self, row: Row, env: Envelope | None) -> None:
-        if env is not None:
-            row["_ts"] = (env.year, env.month, env.day, env.time)
-
     @guarded("a record")
     def _finish_pending(self) -> None:
         pending, self._pending = self._pending, None
@@ -392,7 +333,9 @@ class LineParser:
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
             reading = pending.reading(defn)
-            reason = self._accept(defn, origin, reading, typed_groups(defn, groups, reading.extra))
+            reason = self.records.keep(
+                defn, origin, reading, typed_groups(defn, groups, reading.extra)
+            )
             if reason is None:
                 return
             reasons.append(reason)
@@ -414,185 +357,15 @@ class LineParser:
         for defn, reading in block.readings():
             for part in (reading, *reading.more):  # a table of records: one a row, its line
                 at = None if part.offset is None else block.line + part.offset
-                reason = self._accept(
+                reason = self.records.keep(
                     defn, Origin(at or block.line, at or block.end_line, None), part, {}
                 )
                 if reason is not None:
                     self.skipped.append(Skip(at or block.line, reason, said))
 
-    def _accept(
-        self, defn: Definition, origin: Origin, reading: Reading, groups: Mapping[str, Any]
-    ) -> str | None:
-        """Store what a record said; the reason it cannot be stored otherwise."""
-        values: Row = {**groups, **reading.values}
-        series = values.pop("series", None) or defn.keys.get("series")  # specscope.logs.groups
-        if defn.kind != "block" and len(reading.values) < defn.min_fields:
-            return ""  # a label or two in prose, not a record: nothing to report
-        if defn.refuse_cut and (reading.cut or reading.trails):
-            # Ends like a record cut off, not like one trimmed by hand: the definition
-            # tried before this one says what it lacks.
-            return f"{defn.title} cut off" + (f" ({reading.dropped})" if reading.dropped else "")
-        missing = [c for c in defn.required if values.get(c) is None]
-        if missing:
-            # A field that is there but unreadable is a different fault from one not printed.
-            bad = unreadable(defn, reading, missing)
-            if bad:
-                return f"{defn.title} with an unreadable value: {'; '.join(bad)}"
-            return f"{defn.title} without {', '.join(labels_of(defn, missing))}"
-        reading.refused = reading.refused or refusal(values)
-        if reading.refused:  # (no looser definition tried after this one keeps it either)
-            return f"{defn.title} that cannot be kept: {reading.refused}"
-        tables = defn.tables
-        rows: dict[str, Row] = {t: {} for t in tables}
-        column_table = {f.column: f.table or tables[0] for f in defn.fields.values()}
-        also = {f.column: f.also for f in defn.fields.values() if f.also}
-        for column, value in values.items():
-            rows[column_table.get(column, tables[0])][column] = value
-            if column in also:
-                rows[tables[0]].setdefault(also[column], value)
-        for table in tables[1:]:
-            needed = defn.required_for.get(table, ())
-            if not rows[table] or any(rows[table].get(c) is None for c in needed):
-                del rows[table]
-        for column, table in defn.has_row.items():
-            rows[tables[0]][column] = table in rows
-        if defn.starts_run and self._run is not None and self._run.has_records:
-            self._new_run(origin.line)
-        run = self._current_run(origin.line, block=defn.kind in ("block", "json"))
-        run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
-        if series is not None:
-            run = self._series.run_for(run, str(series), origin.line, defn.engine)
-        run.last_line = max(run.last_line, origin.end_line)
-        key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
-        if defn.attach_to:
-            target = run.last_record.get(key)
-            if target is None or target[0] != defn.attach_to:
-                return f"{defn.title} with no {defn.attach_to} record before it"
-            for column, value in rows[tables[0]].items():
-                target[1].setdefault(column, value)
-            if isinstance(target[1], BulkRow) and all(p is not target[1] for _, p in self.patches):
-                self.patches.append((target[0], target[1]))
-            return None
-        if defn.starts_run:
-            run.starts_seen.add(defn.name)
-        if defn.engine:
-            run.config.setdefault("server", defn.engine)
-        # Stats before spec: a line that is both (SGLang) is its own engine-stats record.
-        for table in sorted(rows, key=lambda t: t == "spec_decode"):
-            row: Row = {
-                "line": origin.line,
-                "end_line": origin.end_line,
-                "format": defn.name,
-                "_run": run.ordinal,
-                **rows[table],
-            }
-            if table == tables[0]:
-                if reading.extra:
-                    row["extra"] = json.dumps(reading.extra, ensure_ascii=False)
-                if reading.notes:
-                    row["problems"] = "; ".join(reading.notes)
-            if table == "spec_decode" and (reading.cut or defn.fragment):
-                row["partial"] = True
-            if origin.env is not None:
-                row["_ts"] = (origin.env.year, origin.env.month, origin.env.day, origin.env.time)
-                if row.get("engine") is None and origin.env.engine is not None:
-                    row["engine"] = origin.env.engine
-            if defn.counts == "cumulative" and table == tables[0]:
-                state = (run.ordinal, key, defn.name)
-                to_deltas(self._cumulative, state, defn.cumulative, row)
-            if defn.derive.get(table):
-                row = RECORD_DERIVATIONS[defn.derive[table]](row)
-            flaws = check_row(table, row)
-            if origin.env is not None and origin.env.flaw and table == tables[0]:
-                flaws.append(origin.env.flaw)
-            if flaws:
-                row["problems"] = "; ".join([*filter(None, [row.get("problems")]), *flaws])
-            if table == "spec_decode":
-                previous = run.last_record.get(key)
-                if previous is not None and previous[0] == "engine_stats":
-                    row.setdefault("engine", previous[1].get("engine"))
-                    row["stats_line"] = previous[1]["line"]
-            run.last_record[key] = (table, row)
-            run.counts[table] = run.counts.get(table, 0) + 1
-            self._emit(table, row)
-        self.telemetry_lines += origin.end_line - origin.line + 1
-        return None
-
-    def _other(self, piece: Piece, line: int) -> None:
-        text = piece.text
-        for defn in self.grammar.configs:
-            if defn.literals and not any(lit in text for lit in defn.literals):
-                continue
-            assert defn.anchor is not None
-            m = defn.anchor.search(text)
-            if m is None:
-                continue
-            pending = PendingConfig(defn, m, text[m.end() :], piece, line)
-            if pending.open():
-                self._config_pending = pending  # a dict wrapped over several lines
-            else:
-                self._config(defn, m, pending.text, piece, line)
-            break
-        for event in self.grammar.events:
-            if event.literals and not any(lit in text for lit in event.literals):
-                continue
-            m = event.anchor.search(text)
-            if m is not None:
-                self._event(event, m, piece, line)
-
     @guarded("a configuration line")
     def _finish_config(self) -> None:
-        pending, self._config_pending = self._config_pending, None
-        if pending is not None:
-            rest = pending.text if pending.defn.parse else ""
-            self._config(pending.defn, pending.match, rest, pending.piece, pending.line)
-
-    def _config(
-        self, defn: Definition, m: regex.Match[str], rest: str, piece: Piece, line: int
-    ) -> None:
-        said: dict[str, Any] = {k: v for k, v in m.groupdict().items() if v is not None}
-        if defn.parse:
-            parsed = (
-                parse_python_dict(rest) if defn.parse == "python_dict" else parse_key_values(rest)
-            )
-            for key, column in defn.keys.items():
-                if key in parsed:
-                    said.setdefault(column, parsed[key])
-        if not said:
-            return
-        run = self._current_run(line)
-        if defn.starts_run == "after_records":
-            starts = run.has_records  # engines print their config before they serve
-        else:
-            starts = bool(defn.starts_run) and (defn.name in run.starts_seen or run.has_records)
-        if starts:
-            run = self._new_run(line)
-            if piece.env is not None and piece.env.proc and piece.env.pid is not None:
-                run.procs[piece.env.proc] = piece.env.pid
-        if defn.starts_run is True:
-            run.starts_seen.add(defn.name)
-        for derivation in defn.derive.values():
-            said = CONFIG_DERIVATIONS[derivation](said, run.config)
-        run.update_config(said)
-        if "_config_lines" not in run.config:
-            run.config["_config_lines"] = []
-        run.config["_config_lines"].append(line)
-        self.telemetry_lines += 1
-
-    def _event(self, event: EventSpec, m: regex.Match[str], piece: Piece, line: int) -> None:
-        run = self._current_run(line)
-        detail = {k: v for k, v in m.groupdict().items() if v is not None}
-        row: Row = {
-            "line": line,
-            "_run": run.ordinal,
-            "code": event.code,
-            "level": piece.env.level if piece.env else None,
-            "message": piece.text.strip()[:500],
-            "detail": json.dumps(detail) if detail else None,
-        }
-        self._stamp(row, piece.env)
-        run.counts["events"] = run.counts.get("events", 0) + 1
-        self._emit("events", row)
+        self.configs.finish()
 
 
 _JSON_DOC_LINES = 100_000
