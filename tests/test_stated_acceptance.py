@@ -75,7 +75,13 @@ def test_stated_rates_are_looked_up_only_for_runs_without_counts_or_mean() -> No
             "run_id": ["a", "b", "c"],
             "format": ["stated_acceptance", "sglang_decode_batch", "stated_acceptance"],
             "reported_rate": [0.05, 0.0, 0.4],
-        }
+            "acceptance_rate": [None, None, None],
+            "per_position_rate": [None, None, None],
+        },
+        schema_overrides={
+            "acceptance_rate": pl.Float64,
+            "per_position_rate": pl.List(pl.Float64),
+        },
     )
     per_run = pl.DataFrame(
         {
@@ -88,6 +94,8 @@ def test_stated_rates_are_looked_up_only_for_runs_without_counts_or_mean() -> No
     got = dict(with_stated_rates(spec, per_run).select("run_id", "stated_rate").iter_rows())
     # b's rate is SGLang's (its meaning changed between releases); c has counts.
     assert got == {"a": 0.05, "b": None, "c": None}
+    printed = dict(with_stated_rates(spec, per_run).select("run_id", "printed_rate").iter_rows())
+    assert printed == {"a": None, "b": None, "c": None}  # no line printed a share of drafts
 
 
 def test_an_undecided_stated_rate_asks_for_its_counts_not_more_drafts(tmp_path) -> None:

@@ -182,22 +182,33 @@ STATED_RATE_FORMAT = "stated_acceptance"
 
 
 def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
-    """``per_run`` with ``stated_rate``: for a run with neither counts nor a mean length, the
-    mean of the rates its author stated in prose (``stated_acceptance``). Only such runs are
-    looked up, so a store of telemetry is not read again."""
+    """``per_run`` with the rates of runs that have neither counts nor a mean length:
+    ``stated_rate``, the mean of the rates their author stated in prose
+    (``stated_acceptance``), and ``printed_rate``, the mean of the rates their lines print
+    without counts (a pasted 'Avg Draft acceptance rate: 0.0%' or per-position list, whose
+    mean is the same share of draft tokens). Only such runs are looked up, so a store of
+    telemetry is not read again."""
     silent = per_run.filter(
         pl.col("draft_tokens").is_null() & pl.col("mean_acceptance_length").is_null()
     )["run_id"]
     if silent.is_empty():
-        return per_run.with_columns(pl.lit(None, pl.Float64).alias("stated_rate"))
-    rates = (
-        spec.filter(
-            pl.col("run_id").is_in(silent.to_list())
-            & (pl.col("format") == STATED_RATE_FORMAT)
-            & pl.col("reported_rate").is_not_null()
+        return per_run.with_columns(
+            pl.lit(None, pl.Float64).alias("stated_rate"),
+            pl.lit(None, pl.Float64).alias("printed_rate"),
         )
+    stated = pl.col("format") == STATED_RATE_FORMAT
+    rates = (
+        spec.filter(pl.col("run_id").is_in(silent.to_list()))
+        .select(
+            "run_id",
+            pl.when(stated).then(pl.col("reported_rate")).alias("stated_rate"),
+            pl.when(~stated)
+            .then(pl.coalesce("acceptance_rate", pl.col("per_position_rate").list.mean()))
+            .alias("printed_rate"),
+        )
+        .filter(pl.col("stated_rate").is_not_null() | pl.col("printed_rate").is_not_null())
         .group_by("run_id")
-        .agg(pl.col("reported_rate").mean().alias("stated_rate"))
+        .agg(pl.col("stated_rate").mean(), pl.col("printed_rate").mean())
         .collect()
     )
     return per_run.join(
@@ -488,21 +499,24 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
             tokens / assumed, float(assumed), float(accepted), (f"{K_ASSUMED}: {assumed} assumed",)
         )
     tau, records = agg.get("mean_acceptance_length"), agg.get("records") or 0
-    stated = agg.get("stated_rate")
-    if tau is None and stated is not None and records:
-        # A rate an author states in prose: no counts, so as many verify steps as behind a
-        # printed mean, and a finding on it is at most suggestive (it rests on both).
+    printed, stated = agg.get("printed_rate"), agg.get("stated_rate")
+    rate = printed if printed is not None else stated
+    if tau is None and rate is not None and records:
+        # A rate printed or stated without counts: as many verify steps as behind a printed
+        # mean, and a finding on it is at most suggestive (it rests on both).
         steps = cfg["steps_per_printed_mean"] * records
+        said = (
+            f"counts not printed: the printed rate of {float(rate):.1%}"
+            if printed is not None
+            else f"counts not stated: the author's rate of {float(rate):.1%}"
+        )
+        k_said = () if k else (f"{K_ASSUMED}: {cfg['assumed_k']} assumed",)
         k = k or cfg["assumed_k"]
         return Trials(
             float(steps),
             float(k),
-            float(stated) * k * steps,
-            (
-                f"counts not stated: the author's rate of {float(stated):.1%} taken as "
-                f"{steps} verify steps",
-                *((f"{K_ASSUMED}: {k} assumed",) if not agg.get("k") else ()),
-            ),
+            float(rate) * k * steps,
+            (f"{said} taken as {steps} verify steps", *k_said),
         )
     if tau is None or not records:
         return None

@@ -506,9 +506,12 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
         more = max(need - round(trials.drafts), 0)
         lo_rate, hi_rate = max(trials.rate - width / 2, 0.0), min(trials.rate + width / 2, 1.0)
         # A rate an author states rests on no drafts of its own: more of them cannot come.
-        stated = agg.get("stated_rate") is not None and agg.get("draft_tokens") is None
+        uncounted = agg.get("draft_tokens") is None
+        stated = agg.get("stated_rate") is not None and uncounted
         settle = (
-            "the counts the author's rate was read from would settle it"
+            "the Accepted/Drafted counts of the lines these rates were printed on would settle it"
+            if agg.get("printed_rate") is not None and uncounted
+            else "the counts the author's rate was read from would settle it"
             if stated
             else f"about {more:,} more drafts would tell {lo_rate:.0%} from {hi_rate:.0%}"
             if more
