@@ -289,3 +289,43 @@ def test_since_leaves_out_requests_stamped_before_it(tmp_path) -> None:
     assert gather(store).requests.height == 7
     late = gather(store, since=timedelta(days=2), now=datetime(2026, 3, 6))
     assert late.requests is not None and late.requests.height == 2
+
+
+def test_a_capture_of_requests_is_no_series_in_time(tmp_path) -> None:
+    # Six requests at 60 of 120 then one at 10 of 129: the one is the least accepted
+    # request, not a change of level mid-run (acceptance_drift judges intervals in time).
+    found = _detect(
+        tmp_path, [_vllm(40, 60, 300, 256) for _ in range(6)] + [_vllm(43, 10, 11742, 0)]
+    )
+    assert {f.kind for f in found} == {"request_acceptance"}
+
+
+def test_the_streamed_report_shows_the_requests_as_the_whole_one(tmp_path, monkeypatch) -> None:
+    """Over 20 captures the report groups its runs; past NEEDED_OVER_ROWS it reads only the
+    rows its questions need and sums the rest a batch of sources at a time (fleet): its
+    request findings and section are those of the report that holds every row."""
+    import specscope.report.build as build
+
+    paths = []
+    for i in range(24):
+        path = tmp_path / f"capture{i}.jsonl"
+        lines = [_vllm(40, 60 + i, 300, 256) for _ in range(6)] + [_vllm(43, 10, 11742, 0)]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(path)
+    specscope.ingest(paths, store=tmp_path / "store", year=2026)
+    store = specscope.open_store(tmp_path / "store")
+    texts, findings, batched = [], [], []
+    real = build.streamed
+    monkeypatch.setattr(build, "streamed", lambda *a, **k: batched.append(1) or real(*a, **k))
+    for over in (10**9, 0):
+        monkeypatch.setattr(build, "NEEDED_OVER_ROWS", over)
+        report = build.build_report(store, with_charts=False)
+        assert report.grouped
+        kinds = {"request_acceptance", "request_outlier"}
+        findings.append([f for f in report.findings if f["kind"] in kinds])
+        left = {e["kind"]: e["findings"] for e in report.findings_left}
+        assert left == {"request_acceptance": 21}
+        texts.append("\n".join(requests_markdown(report.findings)))
+    assert batched == [1]  # the second report took the fleet's way
+    assert findings[0] == findings[1] and len(findings[0]) == 3
+    assert texts[0] == texts[1] and "## Acceptance request by request" in texts[0]

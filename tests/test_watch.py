@@ -141,3 +141,32 @@ def test_followed_stream_reads_what_is_there_without_waiting(tmp_path):
         os.close(write_end)
         assert [t for _, t in follow.read()] == ["partial"] and follow.ended
     assert (tmp_path / "spool").read_bytes() == b"a\nb\npartial\n"
+
+
+def test_watch_judges_requests_and_costs_the_drafter_as_detect_and_advise_do(tmp_path):
+    """A followed log's requests get request_acceptance and request_outlier (sglang#13754's
+    request at 11 of 940 among five at 63 of 215), and a llama.cpp log's statistics and eval
+    time lines the drafter's measured cost in the view's advice (world case 97: c = 0.057)."""
+    import io
+    import tomllib
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from specscope.cli.watch import Watcher, render
+
+    root = Path(__file__).resolve().parent.parent
+    finish = tomllib.loads((root / "parsers" / "sglang_request_finish.toml").read_text())
+    real, other = (str(s["text"]) for s in finish["samples"][:2])
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([other] * 5 + [real]) + "\n", encoding="utf-8")
+    kinds = {f.kind for f in Watcher(str(log)).step().findings}
+    assert {"request_acceptance", "request_outlier"} <= kinds and "acceptance_drift" not in kinds
+
+    world = root / "fixtures" / "world" / "97_llamacpp_eagle3_request_and_statistics.log"
+    snap = Watcher(str(world)).step()
+    (a,) = [a for a in snap.advice if a.method == "eagle3"]
+    assert a.cost_ratio == 0.057 and a.cost_source.startswith("measured: llama.cpp drafter")
+    out = io.StringIO()
+    Console(file=out, width=400).print(render(snap, str(world)))
+    assert f"advice, run {a.run_id} (c=0.057, measured: llama.cpp drafter 3.74 ms" in out.getvalue()

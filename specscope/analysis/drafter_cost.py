@@ -46,7 +46,11 @@ class MeasuredCost:
 def cost_rows(store: Store) -> dict[str, pl.DataFrame]:
     """The rows that carry a measured cost, few columns each: TensorRT-LLM's overhead by run
     (averaged in the scan), llama.cpp's statistics, eval-time and request lines."""
-    spec = store.spec_decode
+    return costs_in(store.spec_decode, store.engine_stats)
+
+
+def costs_in(spec: pl.LazyFrame, engine_stats: pl.LazyFrame) -> dict[str, pl.DataFrame]:
+    """``cost_rows`` of rows not in a store (what ``watch`` holds)."""
     overhead = (
         spec.filter(
             pl.col("format").is_in(OVERHEAD_FORMATS)
@@ -72,9 +76,7 @@ def cost_rows(store: Store) -> dict[str, pl.DataFrame]:
         return {"overhead": overhead}
     sources = statistics["source_id"].unique().to_list()
     evals = (
-        store.engine_stats.filter(
-            (pl.col("format") == EVAL_TIME) & pl.col("source_id").is_in(sources)
-        )
+        engine_stats.filter((pl.col("format") == EVAL_TIME) & pl.col("source_id").is_in(sources))
         .select(*lines, "extra")
         .collect()
     )
@@ -183,4 +185,4 @@ def _llamacpp(costs: dict[str, pl.DataFrame], row: dict[str, Any]) -> MeasuredCo
     )
 
 
-__all__ = ["MeasuredCost", "cost_rows", "measured_cost"]
+__all__ = ["MeasuredCost", "cost_rows", "costs_in", "measured_cost"]

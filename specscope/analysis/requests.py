@@ -64,7 +64,14 @@ def request_rows(
     """The store's per-request rows (of ``run_ids`` where given, stamped at ``since`` or
     later where given), the columns this module reads: a filter on the format, so a store
     without any reads little."""
-    rows = store.spec_decode.filter(pl.col("format").is_in(REQUEST_FORMATS))
+    return requests_in(store.spec_decode, run_ids, since=since)
+
+
+def requests_in(
+    spec: pl.LazyFrame, run_ids: Iterable[str] | None = None, *, since: datetime | None = None
+) -> pl.DataFrame:
+    """``request_rows`` of spec-decode rows not in a store (what ``watch`` holds)."""
+    rows = spec.filter(pl.col("format").is_in(REQUEST_FORMATS))
     wanted = list(run_ids or ())
     if wanted:
         rows = rows.filter(pl.col("run_id").is_in(wanted))
@@ -258,5 +265,6 @@ __all__ = [
     "median_interval",
     "quantile",
     "request_rows",
+    "requests_in",
     "requests_of",
 ]

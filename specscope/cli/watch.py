@@ -26,9 +26,12 @@ from rich.table import Table
 from rich.text import Text
 
 from specscope.acceptance import weighted_acceptance
+from specscope.analysis.advise import Advice, advice_of
 from specscope.analysis.detectors import findings_of
+from specscope.analysis.drafter_cost import costs_in
 from specscope.analysis.evidence import evidence_from
 from specscope.analysis.findings import Finding
+from specscope.analysis.requests import requests_in
 from specscope.cli.render import finding_text
 from specscope.errors import InputMissingError
 from specscope.logs.follow import FollowedLog, FollowedStream
@@ -49,6 +52,7 @@ class Snapshot:
     spec: pl.DataFrame
     stats: pl.DataFrame
     findings: list[Finding] = field(default_factory=list)
+    advice: list[Advice] = field(default_factory=list)
 
 
 class Watcher:
@@ -106,7 +110,12 @@ class Watcher:
             tables["bench"],
             config=self.config,
         )
-        return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev))
+        # What a store's evidence holds beside the rows: the requests (request_acceptance,
+        # request_outlier) and the drafter's measured cost (the advice's c).
+        rows = tables["spec_decode"].lazy()
+        ev.requests = requests_in(rows)
+        ev.costs = costs_in(rows, tables["engine_stats"].lazy())
+        return Snapshot(ev.spec, tables["engine_stats"], findings_of(ev), advice_of(ev))
 
     @property
     def ended(self) -> bool:
@@ -172,7 +181,23 @@ def render(snap: Snapshot, source: str) -> Group:
         width = 0 if a is None else round(30 * a)
         bars.append(f"  pos {i:2d} {'█' * width}{' ' * (30 - width)} {_pct(a)}\n")
     records = _of(spec.height, "interval") if not spec.is_empty() else "no spec-decode records yet"
-    return Group(table, Text(f"per-position acceptance (last {RECENT}), {records}"), bars)
+    said = Text("".join(f"{_advice_line(a)}\n" for a in snap.advice))
+    return Group(table, Text(f"per-position acceptance (last {RECENT}), {records}"), bars, said)
+
+
+def _advice_line(a: Advice) -> str:
+    """The cost model's word on a run so far (``advise``): its best k, or off."""
+    head = f"advice, run {a.run_id} (c={a.cost_ratio}, {a.cost_source}): "
+    best = next(p for p in a.curve if p["k"] == a.best_k)
+    if a.off:
+        lo, hi = a.speedup_interval or (0.0, 0.0)
+        return head + (
+            f"speculation should be off at this load: the best k' ({a.best_k}) is at "
+            f"{best['speedup']:.3f}x ({a.coverage} {lo:.3f}-{hi:.3f})"
+        )
+    if not a.pays:
+        return head + f"no k' beats speculation off ({best['speedup']:.3f}x at best)"
+    return head + f"best k' {a.best_k}, {best['speedup']:.3f}x expected"
 
 
 def _pct(value: float | None) -> str:

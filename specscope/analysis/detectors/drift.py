@@ -44,8 +44,11 @@ def drift(ev: Evidence) -> list[Finding]:
     # column for each engine's finding cost more than the detector's sums.
     shown = rows.select("run_id", "line", "end_line", "ts").rechunk()
     series: list[tuple[str, int | None, np.ndarray]] = []
+    # A run of requests (a capture of responses, a request log) is no series in time: a
+    # request accepted less than the rest is request_acceptance's and request_outlier's.
+    requests = set() if ev.requests is None else set(ev.requests["run_id"].cast(pl.String))
     for run_id, start, end in zip(run_ids, starts.tolist(), ends.tolist(), strict=True):
-        if end - start < 4:
+        if end - start < 4 or run_id in requests:
             continue
         parts = _engine_series(arrays, start, end)
         series += [(run_id, engine if len(parts) > 1 else None, at) for engine, at in parts]
