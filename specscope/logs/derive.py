@@ -144,14 +144,23 @@ _MEASURES = (
     (r"(?:tok(?:en)?s?|t)\s*(?:/|per)\s*s(?:ec(?:ond)?s?)?|tps|tok/sec|tg\d*", "output_throughput"),
     (r"req(?:uest)?s?\s*(?:/|per)\s*s(?:ec(?:ond)?)?", "request_throughput"),
     (r"s|secs?|seconds?", "duration_s"),
+    (r"ms\s*(?:/|per)\s*tok(?:en)?", "mean_tpot_ms"),
 )
+# Milliseconds measure decode only as the time of a token (TPOT, ITL), which the words
+# beside them say; a time to first token or a request's latency is no decode speed.
+_PER_TOKEN = re.compile(r"tpot|itl|tbt|inter[\s-]?token|per[\s-]?token|time\s+per\s+output", re.I)
+# The author's word for the direction of the change ('slower', 'lost 32%', '劣化').
+_FASTER_WORD = re.compile(r"faster|quicker|better|improv|gain|speed-?up|提升|加速|更快", re.I)
 
 
-def stated_measure(unit: str | None) -> str | None:
-    """The bench column a stated value of this unit belongs in; None for no known unit."""
+def stated_measure(unit: str | None, what: str | None = None) -> str | None:
+    """The bench column a stated value of this unit belongs in (``what``: the measure's
+    name the author gave, 'TPOT'); None for no known unit."""
     if not unit:
         return None
     text = " ".join(unit.lower().split())
+    if text == "ms":
+        return "mean_tpot_ms" if what and _PER_TOKEN.search(what) else None
     for pattern, column in _MEASURES:
         if re.fullmatch(pattern, text):
             return column
@@ -170,6 +179,18 @@ def _stated_number(raw: Any) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+# Measures where less is faster: seconds for the same work, milliseconds a token.
+TIMES = frozenset({"duration_s", "mean_tpot_ms"})
+
+
+def _faster(measure: str | None, spec: float, base: float) -> bool:
+    return spec < base if measure in TIMES else spec > base
+
+
+def _says_faster(claim: str) -> bool:
+    return bool(_FASTER_WORD.search(claim))
+
+
 def stated_comparison(row: Row) -> Row:
     """Speculation on against off as an author states it: the two values, with a unit of
     one kind (a rate of tokens or requests, or seconds for the same work) or, for a table
@@ -181,7 +202,8 @@ def stated_comparison(row: Row) -> Row:
     rows = row.pop("stated_rows", None)
     direction = row.pop("stated_direction", None)
     offset = row.pop("stated_offset", None)
-    measures = {stated_measure(u) for u in units}
+    what, claim = row.pop("stated_what", None), row.pop("stated_claim", None)
+    measures = {stated_measure(u, what) for u in units}
     if not units and direction == "rate":
         measures = {"output_throughput"}  # a rate the table's change column vouches for
     row["speculative"] = True
@@ -190,6 +212,10 @@ def stated_comparison(row: Row) -> Row:
     if len(measures) != 1 or None in measures or spec is None or base is None:
         said = ", ".join(units) or "no unit"
         row["problems"] = f"a stated comparison whose values do not compare ({said})"
+    elif claim and _says_faster(claim) != _faster(measures.copy().pop(), spec, base):
+        # The words say one way and the numbers the other: the sides are not what the
+        # shape took them for (a change of something else), so nothing is compared.
+        row["problems"] = f"a stated comparison whose words ({claim!r}) and numbers disagree"
     else:
         measure = measures.pop()
         assert measure is not None  # (None was ruled out above)

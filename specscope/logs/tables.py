@@ -65,8 +65,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     row. The deciding pair: the slowest condition, or the fastest configuration (does any
     help?)."""
     reading = Reading()
-    lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
-    rows = [(i, _cells(line)) for i, line in lines if not _RULE.match(line)]
+    rows = _rows(text)
     if len(rows) < 2:
         return reading
     header, body = rows[0][1], rows[1:]
@@ -74,6 +73,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     rate_key, time_key = _key(defn, "rate"), _key(defn, "time")
     change_key, skip_key = _key(defn, "change"), _key(defn, "not_decode")
     negated, column_skip = _key(defn, "negated"), _key(defn, "not_decode_column")
+    accepts = _key(defn, "accept_column")
     if base_key is None or spec_key is None:
         return reading
 
@@ -131,17 +131,30 @@ def _by_layout(defn: Definition, text: str) -> Reading:
                 )
     else:
         labelled = [(i, cells) for i, cells in body if len(cells) == len(header)]
-        bases = [(i, cells) for i, cells in labelled if is_base(cells[0])]
-        if len(bases) != 1:
+        # The configuration is named in the first column with a baseline row; the cells
+        # before it (a GPU, a backend) make groups, each with its own baseline row.
+        at = next((c for c in range(len(header)) if any(is_base(x[c]) for _, x in labelled)), 0)
+        bases = [(i, cells) for i, cells in labelled if is_base(cells[at])]
+        groups = [tuple(cells[:at]) for _, cells in bases]
+        if not bases or len(set(groups)) != len(groups):
             return reading
+        base_of = {tuple(cells[:at]): cells for _, cells in bases}
         base_row = bases[0][1]
+        # A row that drafted (a value in the acceptance column the baseline leaves empty)
+        # is speculative, whatever its name ('ring0').
+        acc = [c for c, h in enumerate(header) if accepts is not None and accepts.search(h)]
+
+        def drafted(cells: list[str]) -> bool:
+            return any(_rate_said(cells[c]) and not _rate_said(base_row[c]) for c in acc)
+
         # The measures: columns whose header, or the baseline's cell, has a unit of one
         # kind (a rate, or seconds), each a condition (prose / code, 16K / 32K); not
         # prompt processing.
         metric = [
             c
             for c, h in enumerate(header)
-            if c > 0
+            if c > at
+            and c not in acc
             and not (column_skip is not None and column_skip.search(h))
             and (unit_of(h) or ((n := _cell_number(base_row[c])) and unit_of(n[1])))
         ]
@@ -150,23 +163,27 @@ def _by_layout(defn: Definition, text: str) -> Reading:
         unit = unit_of(header[metric[0]]) or unit_of(base[1])
         timed = bool(unit and time_key is not None and time_key.search(unit))
         for m in metric:
-            said = _cell_number(base_row[m])
-            u = unit_of(header[m]) or (unit_of(said[1]) if said else None)
-            if said is None or u is None or bool(time_key and time_key.search(u)) != timed:
-                continue
             for i, cells in labelled:
-                if (i, cells) in bases or not spec_key.search(cells[0]) or skipped(cells[0]):
+                group = tuple(cells[:at])
+                if (i, cells) in bases or group not in base_of or skipped(cells[at]):
+                    continue
+                if not (spec_key.search(cells[at]) or drafted(cells)):
+                    continue
+                said = _cell_number(base_of[group][m])
+                u = unit_of(header[m]) or (unit_of(said[1]) if said else None)
+                if said is None or u is None or bool(time_key and time_key.search(u)) != timed:
                     continue
                 spec = _cell_number(cells[m])
                 if spec is not None:
                     pairs.append(
                         {
                             "offset": i,
-                            "row": cells[0],
+                            "row": " / ".join(cells[: at + 1]),
                             "column": header[m],
                             "speculative": spec[0],
                             "baseline": said[0],
                         }
+                        | ({"group": " / ".join(group)} if group else {})
                     )
     if not pairs:
         return reading
@@ -182,14 +199,14 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     )
     if by_condition:
         decide = min(pairs, key=faster)
-    else:  # in each condition (column) the fastest configuration; then the slowest condition
+    else:  # in each condition (column, group) the fastest configuration; then the slowest
+        where = lambda p: (p["column"], p.get("group"))  # noqa: E731
         best = {
-            p["column"]: max((q for q in pairs if q["column"] == p["column"]), key=faster)
-            for p in pairs
+            where(p): max((q for q in pairs if where(q) == where(p)), key=faster) for p in pairs
         }
         decide = min(best.values(), key=faster)
     reading.values = {
-        "stated": text.splitlines()[decide["offset"]].strip(),
+        "stated": _quote(text, decide["offset"]),
         "stated_offset": decide["offset"],
         "stated_spec": decide["speculative"],
         "stated_base": decide["baseline"],
@@ -201,6 +218,44 @@ def _by_layout(defn: Definition, text: str) -> Reading:
 
 
 _LABEL_UNIT = regex.compile(r"\(([^()]*)\)\s*$")
+
+
+def _rows(text: str) -> list[tuple[int, list[str]]]:
+    """The table's rows, each with its line in the block and its cells: a markdown table's
+    lines, or an HTML table's ``<tr>`` (cells ``<th>``/``<td>``, one a line or all on one)."""
+    lines = text.splitlines()
+    if not _HTML.match(text):
+        return [
+            (i, _cells(line))
+            for i, line in enumerate(lines)
+            if line.strip() and not _RULE.match(line)
+        ]
+    rows: list[tuple[int, list[str]]] = []
+    for i, line in enumerate(lines):
+        if _HTML_ROW.search(line):
+            rows.append((i, []))
+        for cell in _HTML_CELL.findall(line):
+            if rows:
+                rows[-1][1].append(" ".join(_TAG.sub("", cell).split()))
+    return [(i, cells) for i, cells in rows if cells]
+
+
+_HTML = regex.compile(r"\s*<table\b", regex.I)
+_HTML_ROW = regex.compile(r"<tr\b", regex.I)
+_HTML_CELL = regex.compile(r"<t[hd]\b[^>]*>(.*?)(?:</t[hd]>|$)", regex.I)
+_TAG = regex.compile(r"<[^>]*>")
+
+
+def _quote(text: str, offset: int) -> str:
+    """The deciding row as the author wrote it: its line, or an HTML row's cells."""
+    if not _HTML.match(text):
+        return text.splitlines()[offset].strip()
+    row = dict(_rows(text)).get(offset, [])
+    return "| " + " | ".join(row) + " |"
+
+
+def _rate_said(cell: str) -> bool:
+    return _rate(cell) is not None
 
 
 def _unit_said(label: str, unit_of: Callable[[str], str | None]) -> str | None:
@@ -217,6 +272,7 @@ def _in_cells(defn: Definition, text: str) -> Reading:
     a row or a cell of prompt processing (``not_decode_column``)."""
     reading = Reading()
     key, prefill = _key(defn, "in_cell"), _key(defn, "not_decode_column")
+    vs_column, vs_cell = _key(defn, "vs_column"), _key(defn, "vs_cell")
     if key is None:
         return reading
     lines = text.splitlines()
@@ -232,8 +288,14 @@ def _in_cells(defn: Definition, text: str) -> Reading:
             continue
         cells = _cells(line)
         for c, cell in enumerate(cells[1:], start=1):
+            head = header[c] if c < len(header) else ""
             m = key.search(cell)
-            said = (header[c] if c < len(header) else "", cells[0], cell[: m.start()] if m else "")
+            against_baseline = vs_column is not None and vs_column.search(head)
+            if m is None and against_baseline and vs_cell is not None:
+                m = vs_cell.search(cell)
+                if m is not None and not _change_agrees(cell, m):
+                    m = None
+            said = (head, cells[0], cell[: m.start()] if m else "")
             if m is None or (prefill is not None and any(prefill.search(x) for x in said)):
                 continue
             pairs.append(
@@ -258,6 +320,17 @@ def _in_cells(defn: Definition, text: str) -> Reading:
         "stated_rows": pairs,
     }
     return reading
+
+
+def _change_agrees(cell: str, m: regex.Match[str]) -> bool:
+    """A change the author wrote in the cell beside the pair ('-32% (61 vs 90 tok/s)') gives
+    the speculative side over the baseline (within a point of rounding); no change, no check."""
+    said = _CHANGE.search(cell[: m.start()] + " " + cell[m.end() :])
+    if said is None:
+        return True
+    sign = -1.0 if said.group("sign") in ("-", "\u2212") else 1.0
+    spec, base = float(m.group("spec")), float(m.group("base"))
+    return base > 0 and abs(sign * float(said.group("num")) - 100.0 * (spec / base - 1.0)) <= 1.5
 
 
 def read_pairs(defn: Definition, text: str) -> Reading:
