@@ -444,3 +444,108 @@ def test_the_commands_take_an_s3_store(
     missing = cli("runs", "--store", f"s3://{bucket}/nothing")
     assert missing.status == 9
     assert missing.err.strip().count("\n") == 0 and f"s3://{bucket}/nothing" in missing.err
+
+
+_COMPACTOR = textwrap.dedent(
+    """
+    import os, signal, sys
+    from specscope.store import objects
+    from specscope.store.compaction import compact
+
+    kill_at = os.environ.get("KILL_AT")  # "put:N" or "copy:N": SIGKILL at that call
+    if kill_at:
+        what, n = kill_at.split(":")
+        count = [0]
+        original = getattr(objects.Objects, what)
+
+        def dying(self, *args, **kwargs):
+            count[0] += 1
+            if count[0] == int(n):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(self, *args, **kwargs)
+
+        setattr(objects.Objects, what, dying)
+    print(compact(sys.argv[1]).to_dict())
+    """
+)
+
+
+def _tables(url: str) -> dict[str, pl.DataFrame]:
+    store = specscope.open_store(url)
+    return {t: store.table(t).collect() for t in ("spec_decode", "run_sums", "runs")}
+
+
+def _equal(got: dict[str, pl.DataFrame], want: dict[str, pl.DataFrame]) -> None:
+    from polars.testing import assert_frame_equal
+
+    for table, frame in want.items():
+        assert_frame_equal(got[table], frame, check_exact=True)
+
+
+def test_compaction_on_object_storage(server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """Pulls leave a file each on object storage; a compaction merges them while a reader
+    polls, a compactor killed before or after its manifest put leaves the rows as they
+    were, and the next one finishes; a lease later the replaced objects go."""
+    from tests.prom_servers import Misbehaving
+
+    url = f"s3://{bucket}/compact"
+    prometheus = Misbehaving("matrix")
+    start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    try:
+        for i in range(6):
+            specscope.pull(
+                prometheus.url,
+                store=url,
+                since="1m",
+                retries=0,
+                now=_clock(start + timedelta(minutes=i)),
+            )
+    finally:
+        prometheus.stop()
+    served = _served(server, bucket, "compact")
+    assert len(list(served.glob("spec_decode/*/*.parquet"))) >= 5
+    want = _tables(url)
+    env = _env(server, tmp_path)
+
+    def compactor(**extra: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-c", _COMPACTOR, url],
+            env={**os.environ, **env, **extra, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,
+            capture_output=True,
+            timeout=120,
+        )
+
+    for kill_at in ("put:2", "copy:1"):  # uploading its first file; committed, not copied
+        killed = compactor(KILL_AT=kill_at)
+        assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+        _equal(_tables(url), want)
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                _equal(_tables(url), want)
+            except Exception as exc:  # any error is a finding
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        done = compactor()
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        gone = compactor(SPECSCOPE_LOCK_LEASE_S="0.001")  # the lease over: replaced ones go
+        assert gone.returncode == 0, gone.stderr.decode()[-2000:]
+    finally:
+        stop.set()
+        reader.join()
+    assert not errors, errors[:3]
+    _equal(_tables(url), want)
+    assert len(list(served.glob("spec_decode/*/*.parquet"))) == 1
+    assert _stage_left(server, bucket, "compact") == []
+    listed = {
+        f["path"] for i in specscope.open_store(url).manifest()["ingests"] for f in i["files"]
+    }
+    assert all((served / p).is_file() for p in listed)
+    assert specscope.open_store(url).sums_cover_rows()

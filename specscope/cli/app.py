@@ -19,6 +19,8 @@ import specscope.cli.collect as input_commands
 import specscope.cli.sql as sql_command
 from specscope.cli.check import EXAMPLES as CHECK_EXAMPLES
 from specscope.cli.check import check
+from specscope.cli.compact import EXAMPLES as COMPACT_EXAMPLES
+from specscope.cli.compact import compact
 from specscope.cli.conventions import conventional
 from specscope.cli.formats import EXAMPLES as FORMATS_EXAMPLES
 from specscope.cli.formats import formats
@@ -68,6 +70,7 @@ def _options(
 app.command(epilog=TRIAGE_EXAMPLES)(triage)
 
 app.command(epilog=CHECK_EXAMPLES)(check)
+app.command(epilog=COMPACT_EXAMPLES)(compact)
 app.command(epilog=sql_command.EXAMPLES)(sql_command.sql)
 
 # Telemetry in (ingest, pull, scrape), then the store read (detect, advise, report,

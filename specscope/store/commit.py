@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from specscope.store.layout import (
     LATEST_ONLY,
     MANIFEST,
     OWN_NAME,
+    REPLACES,
     STAGE,
     FileEntry,
     entries_of,
@@ -99,7 +100,8 @@ def prepare(root: Path, ingest_id: str, entries: list[FileEntry]) -> list[Path]:
     for folder in sorted(folders | {p for f in folders for p in f.parents if base in p.parents}):
         durable.sync_dir(folder)
     for folder in (base, base.parent, root):
-        durable.sync_dir(folder)
+        if entries or folder != base:  # a commit of no file (a compaction's pruning) has none
+            durable.sync_dir(folder)
     return made
 
 
@@ -110,26 +112,61 @@ def unmake(made: list[Path]) -> None:
             p.rmdir()
 
 
-def write_commit(root: Path, ingest_id: str, sources: list[str], entries: list[FileEntry]) -> None:
+def write_commit(
+    root: Path,
+    ingest_id: str,
+    sources: list[str],
+    entries: list[FileEntry],
+    replaces: Collection[str] = (),
+    prune: Collection[str] = (),
+) -> None:
     """Step 2: the manifest with this ingest in it replaces the old one."""
-    write_manifest(root, with_ingest(read_manifest(root), ingest_id, sources, entries))
+    manifest = with_ingest(read_manifest(root), ingest_id, sources, entries, replaces, prune)
+    write_manifest(root, manifest)
 
 
 def with_ingest(
-    manifest: dict[str, Any], ingest_id: str, sources: list[str], entries: list[FileEntry]
+    manifest: dict[str, Any],
+    ingest_id: str,
+    sources: list[str],
+    entries: list[FileEntry],
+    replaces: Collection[str] = (),
+    prune: Collection[str] = (),
 ) -> dict[str, Any]:
-    """``manifest`` with the ingest appended (a copy)."""
+    """``manifest`` with the ingest appended (a copy). ``replaces``: the paths a
+    compaction's files take the place of. ``prune``: paths replaced long enough ago to be
+    gone, whose entries go (an ingest left with no file goes too), so that the manifest a
+    commit rewrites grows with the files there are, not with every file there was."""
     out = dict(manifest)
     out["schema_version"] = SCHEMA_VERSION
-    out["ingests"] = [
-        *manifest.get("ingests", []),
-        {
-            "id": ingest_id,
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "sources": sorted(set(sources)),
-            "files": [e.to_json() for e in entries],
-        },
-    ]
+    ingest: dict[str, Any] = {
+        "id": ingest_id,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "sources": sorted(set(sources)),
+        "files": [e.to_json() for e in entries],
+    }
+    if replaces:
+        ingest[REPLACES] = sorted(replaces)
+    out["ingests"] = [*_pruned(manifest.get("ingests", []), set(prune)), ingest]
+    return out
+
+
+def _pruned(ingests: list[dict[str, Any]], prune: set[str]) -> list[dict[str, Any]]:
+    if not prune:
+        return list(ingests)
+    out = []
+    for ingest in ingests:
+        files, gone = ingest.get("files"), ingest.get(REPLACES) or []
+        if files is None:  # a legacy ingest: its files are named after it, not listed
+            out.append(ingest)
+            continue
+        kept = [f for f in files if not (isinstance(f, dict) and f.get("path") in prune)]
+        still = [p for p in gone if p not in prune]
+        if len(kept) == len(files) and len(still) == len(gone):
+            out.append(ingest)
+        elif kept or still:
+            changed = {k: v for k, v in ingest.items() if k != REPLACES}
+            out.append({**changed, "files": kept, **({REPLACES: still} if still else {})})
     return out
 
 

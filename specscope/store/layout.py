@@ -14,6 +14,10 @@ only those files are the store's. A later ingest may list a path again: it grew 
 over it, until it is full), and its entry is the file's now. A grown file holds the rows
 it held first, then the new ones, so the entry before still describes its first rows.
 
+A compaction (``compaction``) is an ingest whose files take the place of others: its
+``replaces`` lists their paths, which readers leave out once it is moved in (they are
+deleted a lease later, and their entries dropped from the manifest).
+
 An ingest committed before files were listed ("legacy") owns the files named after it.
 An ingest whose files are still in ``stage/files-<id>/`` is committed but not yet moved
 in (``commit``): readers leave it out until it is (of a file it grew and moved in
@@ -39,6 +43,7 @@ STAGE = "stage"  # rows and files on their way in, during an ingest
 FILES = "files-"  # stage/files-<ingest>/<table>/...: an ingest's data files before its commit
 LOCK = ".lock"
 LATEST_ONLY = ("runs", "sources")  # tables of which each folder's newest file is the table
+REPLACES = "replaces"  # a compaction's ingest: the paths its files take the place of
 
 # How this package names data files: part-, runs- or sources-<ingest id>[.<n>].parquet,
 # where an ingest id is a UTC time and six hex digits.
@@ -192,9 +197,11 @@ def live_files(
         skip = moving(path)  # read after the manifest: an ingest listed and not moving is in
     mine = [f for f in listed_files(path, manifest) if f.table == table]
     pending = newest_of_each_path(f for f in mine if f.ingest in skip)
+    gone = replaced_paths(path, manifest, skip)
     found = [
         replace(f, newer=pending[f.path].entry) if f.path in pending else f
         for f in newest_of_each_path(f for f in mine if f.ingest not in skip).values()
+        if gone.get(f.path, -1) < f.order
     ]
     if table in LATEST_ONLY:
         latest: dict[Path, DataFile] = {}
@@ -206,6 +213,21 @@ def live_files(
     # As written: by folder, by ingest (in the order they were committed: two ingests
     # in one second have ids in random order), then by number within an ingest.
     return sorted(found, key=lambda f: (str(f.path.parent), f.first, file_number(f.path)))
+
+
+def replaced_paths(
+    path: Path, manifest: dict[str, Any], skip: set[str] | frozenset[str] = frozenset()
+) -> dict[Path, int]:
+    """Each path a moved-in compaction replaced, with where the last such compaction comes
+    (a file listed again after it would be live again)."""
+    out: dict[Path, int] = {}
+    for n, ingest in enumerate(manifest.get("ingests", [])):
+        if str(ingest.get("id")) in skip:
+            continue
+        for rel in ingest.get(REPLACES) or []:
+            if isinstance(rel, str) and ".." not in rel.split("/"):
+                out[path / rel] = n
+    return out
 
 
 def newest_of_each_path(files: Iterable[DataFile]) -> dict[Path, DataFile]:

@@ -163,7 +163,10 @@ def commit_remote(w: StoreWriter) -> None:
                     path=store.url,
                 )
             claim.beat(now=True)
-            data = json.dumps(with_ingest(manifest, w.ingest_id, w.sources, entries), indent=1)
+            data = json.dumps(
+                with_ingest(manifest, w.ingest_id, w.sources, entries, w.replaces, w.prune),
+                indent=1,
+            )
             try:
                 objs.put(MANIFEST, data.encode(), create=etag is None, etag=etag)
             except Conflict:

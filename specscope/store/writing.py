@@ -201,6 +201,8 @@ class StoreWriter:
         self.committed = False
         self._stages = 0
         self._source_rows: list[dict[str, Any]] | None = None
+        self.replaces: list[str] = []  # a compaction's: the paths its files replace
+        self.prune: set[str] = set()  # paths replaced a lease ago, gone: their entries go
 
     def staged(self, *parts: str) -> Path:
         """Where a data file of this ingest waits for the commit: its path in the store,
@@ -427,7 +429,7 @@ class StoreWriter:
     def commit(self) -> None:
         """Bring the staged files into the store (``commit``: stage, commit, move in),
         holding the store's lock for that alone."""
-        if not self.written and self._source_rows is None:
+        if not self.written and self._source_rows is None and not self.prune:
             return
         elsewhere = getattr(self.store, "commit_remote", None)
         if elsewhere is not None:  # a store on object storage commits its own way (``remote``)
@@ -461,7 +463,9 @@ class StoreWriter:
         try:
             made = committing.prepare(root, self.ingest_id, entries)
             self._still_holding(lock)
-            committing.write_commit(root, self.ingest_id, self.sources, entries)
+            committing.write_commit(
+                root, self.ingest_id, self.sources, entries, self.replaces, self.prune
+            )
         except OSError as exc:
             committing.unmake(made)
             raise StoreError(
