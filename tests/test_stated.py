@@ -160,3 +160,23 @@ def test_the_finding_says_why_when_the_paste_shows_it(tmp_path) -> None:
     (slow,) = _slow(_findings(tmp_path, text))
     assert "up to 68" in slow.explanation and "capped" in slow.explanation
     assert slow.measured["speedup"] == pytest.approx(321 / 1039)
+
+
+_SWEEP = (
+    "| DRAFT | decode tok/s | acceptance |\n|---|---|---|\n"
+    "| 0 | 5.89 | — |\n| 1 | 5.96 | 88% |\n| 2 | {deeper} | 55% |\n"
+)
+
+
+def test_a_deeper_draft_clearly_slower_in_a_stated_sweep_is_k_too_large(tmp_path) -> None:
+    found = _findings(tmp_path, "CUDA:\n" + _SWEEP.format(deeper="4.52"))
+    (deep,) = [f for f in found if f.kind == "k_too_large"]
+    assert deep.expected["k at most"] == 1 and deep.measured["k"] == 2
+    assert deep.lines == (6, 6)  # the depth-2 row
+    assert deep.confidence is not None and deep.confidence.level == "suggestive"
+    assert _slow(found) == []  # depth 1 is (just) faster than no drafting
+
+
+def test_a_deeper_draft_within_noise_is_no_finding(tmp_path) -> None:
+    found = _findings(tmp_path, "CUDA:\n" + _SWEEP.format(deeper="5.70"))
+    assert [f for f in found if f.kind == "k_too_large"] == []

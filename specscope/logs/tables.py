@@ -73,7 +73,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     rate_key, time_key = _key(defn, "rate"), _key(defn, "time")
     change_key, skip_key = _key(defn, "change"), _key(defn, "not_decode")
     negated, column_skip = _key(defn, "negated"), _key(defn, "not_decode_column")
-    accepts = _key(defn, "accept_column")
+    accepts, depths = _key(defn, "accept_column"), _key(defn, "depth_column")
     if base_key is None or spec_key is None:
         return reading
 
@@ -132,9 +132,22 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     else:
         labelled = [(i, cells) for i, cells in body if len(cells) == len(header)]
         # The configuration is named in the first column with a baseline row; the cells
-        # before it (a GPU, a backend) make groups, each with its own baseline row.
-        at = next((c for c in range(len(header)) if any(is_base(x[c]) for _, x in labelled)), 0)
-        bases = [(i, cells) for i, cells in labelled if is_base(cells[at])]
+        # before it (a GPU, a backend) make groups, each with its own baseline row. In a
+        # sweep of the draft depth, the row of depth 0 ('off') is the baseline.
+        at = next((c for c in range(len(header)) if any(is_base(x[c]) for _, x in labelled)), None)
+        swept = None
+        if at is None and depths is not None:
+            swept = next((c for c, h in enumerate(header) if depths.fullmatch(h)), None)
+            at = swept
+
+        def base_row_of(cells: list[str]) -> bool:
+            if swept is not None:
+                return _DEPTH_OFF.fullmatch(cells[swept]) is not None
+            return at is not None and is_base(cells[at])
+
+        if at is None:
+            return reading
+        bases = [(i, cells) for i, cells in labelled if base_row_of(cells)]
         groups = [tuple(cells[:at]) for _, cells in bases]
         if not bases or len(set(groups)) != len(groups):
             return reading
@@ -156,9 +169,9 @@ def _by_layout(defn: Definition, text: str) -> Reading:
             if c > at
             and c not in acc
             and not (column_skip is not None and column_skip.search(h))
-            and (unit_of(h) or ((n := _cell_number(base_row[c])) and unit_of(n[1])))
+            and (unit_of(h) or ((n := _measured(base_row[c], least=True)) and unit_of(n[1])))
         ]
-        if not metric or (base := _cell_number(base_row[metric[0]])) is None:
+        if not metric or (base := _measured(base_row[metric[0]], least=True)) is None:
             return reading
         unit = unit_of(header[metric[0]]) or unit_of(base[1])
         timed = bool(unit and time_key is not None and time_key.search(unit))
@@ -167,13 +180,14 @@ def _by_layout(defn: Definition, text: str) -> Reading:
                 group = tuple(cells[:at])
                 if (i, cells) in bases or group not in base_of or skipped(cells[at]):
                     continue
-                if not (spec_key.search(cells[at]) or drafted(cells)):
+                k = _depth(cells[swept]) if swept is not None else None
+                if not (spec_key.search(cells[at]) or drafted(cells) or k):
                     continue
-                said = _cell_number(base_of[group][m])
+                said = _measured(base_of[group][m], least=True)
                 u = unit_of(header[m]) or (unit_of(said[1]) if said else None)
                 if said is None or u is None or bool(time_key and time_key.search(u)) != timed:
                     continue
-                spec = _cell_number(cells[m])
+                spec = _measured(cells[m], least=False)
                 if spec is not None:
                     pairs.append(
                         {
@@ -184,6 +198,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
                             "baseline": said[0],
                         }
                         | ({"group": " / ".join(group)} if group else {})
+                        | ({"k": k} if k else {})
                     )
     if not pairs:
         return reading
@@ -252,6 +267,30 @@ def _quote(text: str, offset: int) -> str:
         return text.splitlines()[offset].strip()
     row = dict(_rows(text)).get(offset, [])
     return "| " + " | ".join(row) + " |"
+
+
+_DEPTH_OFF = regex.compile(r"0|off|none|-|\u2014|n/?a", regex.I)
+
+
+def _depth(cell: str) -> int | None:
+    """A draft depth (k) a sweep's row names: a whole number from 1 ('**1**', 'd2')."""
+    m = regex.fullmatch(r"(?:d|k\s*=?\s*)?(\d{1,2})", cell.strip(), regex.I)
+    return int(m.group(1)) or None if m is not None else None
+
+
+def _measured(cell: str, *, least: bool) -> tuple[float, str] | None:
+    """A cell's value; a cell of runs apart by '/' ('83.3 / 80.1', a round each) stands for
+    them at the end most favourable to speculation: the baseline's least, the speculative
+    side's most (a slowdown read from them holds for every pair)."""
+    runs = [_cell_number(x) for x in _REMARK.sub("", cell).split("/")]
+    if len(runs) < 2 or any(r is None for r in runs):
+        return _cell_number(cell)
+    said = [r for r in runs if r is not None]
+    unit = said[-1][1]
+    if any(u and u != unit for _, u in said):
+        return None
+    values = [v for v, _ in said]
+    return (min(values) if least else max(values)), unit
 
 
 def _rate_said(cell: str) -> bool:

@@ -2,7 +2,8 @@
 with and without speculation at the same concurrency; a comparison the author states in a
 sentence or a table (`parsers/stated_speedup*.toml`: a claim, not counts); and a launch
 without speculation beside one with it in the same log, their engine stats at the same
-load. Where the paste also shows why, the finding says so."""
+load. Where the paste also shows why, the finding says so. An author's sweep of the draft
+depth against no drafting also says whether a smaller k is faster (`k_too_large`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ LAUNCHES = "the two launches served comparable requests (the log shows the load,
 
 def no_speedup(ev: Evidence) -> list[Finding]:
     told = _stated_rows(ev.bench)
-    return [*_benchmarks(ev, told), *_stated(ev, told), *_launches(ev)]
+    return [*_benchmarks(ev, told), *_stated(ev, told), *_depths(ev, told), *_launches(ev)]
 
 
 def _stated_rows(bench: pl.DataFrame) -> pl.Series:
@@ -139,6 +140,64 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
                     "suggestive",
                     f"the author's stated comparison: {ratio:.2f}x",
                     {"stated comparison": 1},
+                    [STATED],
+                ),
+            )
+        )
+    return out
+
+
+# A deeper draft at least this much slower than the best depth of the author's sweep is
+# drafting too deep (a difference of a few percent is one run's noise).
+DEEPER_SLOWER = 0.9
+
+
+def _depths(ev: Evidence, told: pl.Series) -> list[Finding]:
+    """An author's sweep of the draft depth (a table with a row at depth 0): the fastest
+    depth, and a deeper one that is clearly slower than it, is k too large."""
+    out: list[Finding] = []
+    for row in ev.bench.filter(told).to_dicts():
+        said = json.loads(row["extra"])
+        measure = said.get("measure")
+        swept = [p for p in said.get("rows") or [] if p.get("k") and p.get("baseline")]
+        if not measure or len({p["k"] for p in swept}) < 2:
+            continue
+        speed = {id(p): _ratio(measure, p["speculative"], p["baseline"]) for p in swept}
+        best = max(swept, key=lambda p: speed[id(p)])
+        deeper = [
+            p
+            for p in swept
+            if p["k"] > best["k"] and speed[id(p)] <= DEEPER_SLOWER * speed[id(best)]
+        ]
+        if not deeper:
+            continue
+        worst = min(deeper, key=lambda p: speed[id(p)])
+        line = (row["line"] or 0) + int(worst.get("offset") or 0)
+        unit = f" {said['unit']}" if said.get("unit") else ""
+        out.append(
+            Finding(
+                kind="k_too_large",
+                severity=Severity.WARNING,
+                run_id=row["run_id"],
+                source=row["source"],
+                lines=(line, line),
+                window=(None, None),
+                explanation=f"In the author's sweep of the draft depth, k = {best['k']} is the "
+                f"fastest ({best['speculative']:g}{unit} against {best['baseline']:g} without "
+                f"drafting, {speed[id(best)]:.2f}x) and k = {worst['k']} runs at "
+                f"{worst['speculative']:g}{unit} ({speed[id(worst)]:.2f}x): drafting deeper than "
+                f"k = {best['k']} costs more verify work than its accepted tokens save. This is "
+                "the author's stated measurement, not telemetry specscope counted.",
+                next_step=f"draft at most k = {best['k']} on this setup (and measure k again "
+                "where the workload accepts more: code, structured output)",
+                measured={"k": worst["k"], "speedup": speed[id(worst)]},
+                expected={"k at most": best["k"], "speedup at best k": speed[id(best)]},
+                sample={"stated depths": len({p["k"] for p in swept})},
+                confidence=Confidence(
+                    "suggestive",
+                    f"the author's sweep: k = {best['k']} {speed[id(best)]:.2f}x, "
+                    f"k = {worst['k']} {speed[id(worst)]:.2f}x",
+                    {"stated depths": len({p["k"] for p in swept})},
                     [STATED],
                 ),
             )
