@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from specscope.logs.ingest import ingest
 from specscope.logs.parser import parse_text
@@ -201,6 +202,99 @@ def test_bulk_and_line_reading_agree_on_pasted_documents(tmp_path: Path) -> None
     fast, slow = spec(True), spec(False)
     assert fast.drop("run_id", "source_id").equals(slow.drop("run_id", "source_id"))
     assert len(fast) == 10 + 4
+
+
+# The same documents as people paste them in replies and lists: llama.cpp#12603's `jq
+# .timings` quoted in a reply, sglang#33518's request (63 of 215 proposed drafts) in a
+# fence inside a list item, TensorRT-LLM's iterations as `jq` prints /metrics' array (the
+# fields of the executor's IterationStats); and what opens nothing: a SGLang log line's
+# '[date]', an indented C block, a quote that ends before its document does.
+OPENED = """> I get this from the server:
+>
+> ```json
+> {
+>   "prompt_n": 1,
+>   "predicted_n": 200,
+>   "predicted_ms": 11082.606,
+>   "draft_n": 347,
+>   "draft_n_accepted": 65
+> }
+> ```
+
+1. the request:
+   ```json
+   {"meta_info": {"spec_verify_ct": 43, "spec_num_correct_drafts": 63,
+     "spec_num_proposed_drafts": 215, "completion_tokens": 106}}
+   ```
+2. the iterations:
+```
+[
+  {
+    "iter": 7,
+    "specDecodingStats": {
+      "numDraftTokens": 24,
+      "numAcceptedTokens": 13,
+      "numRequestsWithDraftTokens": 8
+    }
+  },
+  {
+    "iter": 8,
+    "specDecodingStats": {"numDraftTokens": 12, "numAcceptedTokens": 3,
+      "numRequestsWithDraftTokens": 4}
+  }
+]
+```
+[2026-08-07 10:12:03 TP0] Prefill batch. #new-seq: 1, #new-token: 27
+    {
+      int draft_n = 347;
+    }
+> {
+>   "draft_n": 9,
+the quote ended here, "draft_n_accepted": 1}
+   > {"draft_n": 40, "draft_n_accepted": 30}
+"""
+
+
+def test_documents_indented_quoted_or_opened_by_a_bracket() -> None:
+    result = parse_text(OPENED)
+    assert not result.skipped
+    got = [
+        tuple(r.get(k) for k in ("format", "line", "end_line", "draft_tokens", "accepted_tokens"))
+        for r in result.tables["spec_decode"]
+    ]
+    assert got == [
+        ("llamacpp_response_timings", 4, 10, 347, 65),
+        ("sglang_request_meta_info", 15, 16, 215, 63),
+        ("trtllm_iteration_stats", 20, 34, 24, 13),
+        ("trtllm_iteration_stats", 20, 34, 12, 3),
+        ("llamacpp_response_timings", 43, 43, 40, 30),
+    ]
+
+
+def test_bulk_and_line_reading_agree_on_opened_documents(tmp_path: Path) -> None:
+    log = tmp_path / "issue.md"
+    server = "\n".join(
+        f"(APIServer pid=7) INFO 11-26 10:00:{s:02d} [metrics.py:101] SpecDecoding metrics: "
+        f"Mean acceptance length: 2.00, Accepted throughput: 1.00 tokens/s, Drafted throughput: "
+        f"2.00 tokens/s, Accepted: {10 + s} tokens, Drafted: {20 + 2 * s} tokens, "
+        "Per-position acceptance rate: 0.600, 0.400, Avg Draft acceptance rate: 50.0%"
+        for s in range(0, 50, 10)
+    )
+    log.write_text(server + "\n" + OPENED + server + "\n", encoding="utf-8")
+
+    def spec(bulk: bool, core: str) -> pl.DataFrame:
+        store = tmp_path / f"store-{bulk}-{core}"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SPECSCOPE_CORE", core)
+            result = ingest(str(log), store=store, bulk=bulk)
+        result.raise_for_errors()
+        return Store(store).spec_decode.collect().sort("line", "drafts", "draft_tokens")
+
+    slow = spec(False, "1").drop("run_id", "source_id")
+    for core in ("1", "0"):  # the compiled scanner, then polars
+        fast = spec(True, core).drop("run_id", "source_id")
+        assert fast.equals(slow), core
+    assert len(slow) == 10 + 5
 
 
 def test_nothing_drafted_is_stored_alike_in_every_engine() -> None:

@@ -43,6 +43,12 @@ class SeriesLines:
     def filled(self) -> np.ndarray:
         return np.flatnonzero(self.text.str.contains(r"\S").fill_null(True).to_numpy())
 
+    def opens(self) -> np.ndarray:
+        # OPENS in Rust's regex syntax, anchored ('\r?$' as the line's end: a line here has
+        # no newline).
+        opened = self.text.str.contains(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?:\{|\[[ \t]*(?:\{|\r?$))")
+        return np.flatnonzero(opened.fill_null(False).to_numpy())
+
 
 def prepare_block(plan: BulkGrammar, block: bytes) -> Prepared | None:
     text = lines_of(block)

@@ -142,6 +142,11 @@ class Lines(Protocol):
 
     def filled(self) -> np.ndarray: ...
 
+    def opens(self) -> np.ndarray:
+        """The lines that open a JSON document after an indent or a quote, or an array by
+        its ``[`` (``jsonpaste.OPENS``): the line parser watches them."""
+        ...
+
 
 @dataclass
 class Prepared:
@@ -187,6 +192,10 @@ def prepared(
     after_record = np.zeros(len(kind), bool)
     after_record[1:] = (kind[:-1] == RECORD) & (kind[1:] == QUIET)
     kind = np.where(after_record, SLOW, kind)
+    # The first line of a JSON document pasted indented, quoted or as an array: the line
+    # parser watches it (and holds the document, so the lines after it come one by one).
+    opens = lines.opens()
+    kind[opens[kind[opens] == QUIET]] = SLOW
     slow = np.flatnonzero(kind == SLOW)
     positions, rec_table, table_names = np.zeros(0, np.int64), np.zeros(0, np.int64), []
     if len(records):

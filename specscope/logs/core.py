@@ -33,6 +33,7 @@ from specscope.logs.bulkplan import (
 )
 from specscope.logs.clean import ANSI
 from specscope.logs.grammar import Envelope
+from specscope.logs.jsonpaste import OPENS
 from specscope.logs.limits import LongLines, gzip_allowance, size_text
 from specscope.logs.source import STDIN, Source
 
@@ -94,6 +95,12 @@ def scanner(plan: BulkGrammar) -> Any:
     )
 
 
+_LEADS = np.frombuffer(b" \t>", np.uint8)  # an indent or a quote
+_FIRST = np.frombuffer(b" \t>[", np.uint8)  # how a line that may open a document starts
+_AFTER_BRACKET = np.frombuffer(b" \t{\r\n", np.uint8)
+_MAX_LEAD = 64  # indent and quotes before a document's '{' (a list item's fence: a few)
+
+
 class BlockLines:
     """A block's lines, decoded one at a time when the walk asks for one."""
 
@@ -111,6 +118,32 @@ class BlockLines:
 
     def filled(self) -> np.ndarray:
         return np.flatnonzero(self.filled_mask)
+
+    def opens(self) -> np.ndarray:
+        # By bytes, in numpy: past each line's indent and quotes (a step a byte, all lines at
+        # once), the lines whose next byte is '{', or '[' before a blank, '{' or the end
+        # (a SGLang line's '[date' is not); OPENS decides the few found. A line starting
+        # with '{' goes to the parser already.
+        data = np.frombuffer(self.block, np.uint8)
+        if not len(data) or len(self.offsets) < 2:
+            return np.zeros(0, np.int64)
+        last = len(data) - 1
+        starts, ends = self.offsets[:-1], self.offsets[1:]
+        lines = np.flatnonzero(np.isin(data[np.minimum(starts, last)], _FIRST))
+        pos = starts[lines]
+        for _ in range(_MAX_LEAD):
+            more = (pos < ends[lines]) & np.isin(data[np.minimum(pos, last)], _LEADS)
+            if not more.any():
+                break
+            pos = pos + more
+        at = data[np.minimum(pos, last)]
+        after = data[np.minimum(pos + 1, last)]
+        opening = (pos < ends[lines]) & (
+            ((at == 0x7B) & (pos > starts[lines]))
+            | ((at == 0x5B) & (np.isin(after, _AFTER_BRACKET) | (pos + 1 >= ends[lines])))
+        )
+        found = lines[opening].tolist()
+        return np.array([i for i in found if OPENS.match(self[i])], np.int64)
 
 
 def _bitmap(valid: bytes) -> pa.Buffer | None:

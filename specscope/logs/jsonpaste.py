@@ -1,15 +1,19 @@
 """JSON documents pasted over several lines inside a text: a response's ``timings``, a
 ``meta_info`` or ``sglext.spec_tokens_details`` pretty-printed in a ```json fence of an
-issue, the objects of an array one a line (``{...},``).
+issue, the objects of an array one a line (``{...},``), an array opened by a ``[`` line
+(``jq`` of TensorRT-LLM's iterations), a document indented (a fence inside a list item) or
+quoted (``> `` in a reply).
 
 The lines are not taken from the line parser: they are watched as they go by, and when
 the brackets a document opened are closed, the lines between are given whole to the
 parser's one reading of JSON documents (``feed_json``), as a one-line document or a whole
 pretty-printed file is. While a document is open the parser holds it (``open_line``), so
 the bulk reader feeds the lines after it one by one. A document starts on a line that
-starts with ``{`` (the lines the bulk reader always gives the parser: one that opens with
-``[``, an indent or a quote it passes over, so neither reading takes it); a fence, a
-document that does not read as JSON or one over the limits ends the watch without a word.
+starts with ``{``, or with ``{`` or an array's ``[`` after an indent or a quote
+(``OPENS``; the bulk reader gives the parser such lines: ``bulkplan.prepared``'s
+``opens``); a quoted document's lines lose their quote, and a line without it ends the
+document. A fence, a document that does not read as JSON or one over the limits ends the
+watch without a word.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ _FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})")
 # A log line (a header, a word) ends the watch: a brace that opened no document (a JSON
 # log line cut off) holds nothing up.
 _GOES_ON = re.compile(r'[\s"{}\[\],\d-]|true|false|null|$')
+# The first line of a document that does not start the line: an indent or a markdown quote
+# (group ``lead``) before ``{``, or before an array's ``[`` alone on its line or followed
+# by its first object (a log line's ``[date]`` is no opening).
+OPENS = re.compile(r"(?P<lead>[ \t]*(?:>[ \t]?)*[ \t]*)(?:\{|\[[ \t]*(?:\{|\r?$))")
+_QUOTE = re.compile(r"[ \t]*>[ \t]?(?:>[ \t]?)*")
 
 
 class JsonSink(Protocol):
@@ -46,6 +55,7 @@ class JsonPastes:
         self.lines: list[str] = []
         self.size = 0
         self.depth = 0
+        self.quoted = False  # the document's lines are quoted ('> '): each loses its quote
 
     def lines_held(self) -> list[int]:
         """The first line of a document still open, if one is."""
@@ -53,13 +63,29 @@ class JsonPastes:
 
     def wants(self, raw: str) -> bool:
         """Could the line start or go on with a document (a cheap test)?"""
-        return bool(self.lines) or (self.enabled and raw.startswith("{"))
+        if self.lines:
+            return True
+        if not self.enabled or not raw:
+            return False
+        return raw[0] == "{" or (raw[0] in " \t>[" and OPENS.match(raw) is not None)
 
     def see(self, line: int, raw: str) -> None:
         """Watch one line; a document it closes goes to the parser."""
         if not self.lines:
             self._start(line, raw)
             return
+        if raw[:1] == "{" and self.depth == 1 and self.lines[0][:1] == "[":
+            # An array's objects one a line at the start of theirs: the parser reads each
+            # (and this watch each that ends in a comma), never the array again.
+            self._drop()
+            self._start(line, raw)
+            return
+        if self.quoted:
+            quote = _QUOTE.match(raw)
+            if quote is None:  # the quote ended: so did the document
+                self._drop()
+                return
+            raw = raw[quote.end() :]
         if (
             not _GOES_ON.match(raw)
             or _FENCE.match(raw)
@@ -78,15 +104,22 @@ class JsonPastes:
             self._drop()
 
     def _start(self, line: int, raw: str) -> None:
-        text = raw.rstrip()
-        if text.endswith("},"):
+        opened = OPENS.match(raw) if raw[:1] != "{" else None
+        lead = opened["lead"] if opened is not None else ""
+        text = raw[len(lead) :].rstrip()
+        self.quoted = ">" in lead
+        depth = bracket_depth(text)
+        if depth > 0 and (text[0] == "[" or not text.endswith(("}", "},"))):
+            self.first, self.lines, self.size, self.depth = line, [text], len(text), depth
+        elif text.endswith("},"):
             self.sink.feed_json(line, text[:-1])  # one object of an array, a line each
-        elif not text.endswith("}") and bracket_depth(text) > 0:
-            self.first, self.lines, self.size = line, [text], len(text)
-            self.depth = bracket_depth(text)
+        elif lead and depth == 0:
+            # A whole document after an indent or a quote (the parser reads one that
+            # starts its line itself).
+            self.sink.feed_json(line, text)
 
     def _drop(self) -> None:
-        self.lines, self.size, self.depth = [], 0, 0
+        self.lines, self.size, self.depth, self.quoted = [], 0, 0, False
 
 
-__all__ = ["MAX_INLINE_JSON_BYTES", "JsonPastes", "JsonSink"]
+__all__ = ["MAX_INLINE_JSON_BYTES", "OPENS", "JsonPastes", "JsonSink"]
