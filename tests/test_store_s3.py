@@ -549,3 +549,60 @@ def test_compaction_on_object_storage(server: S3Server, bucket: str, tmp_path: P
     }
     assert all((served / p).is_file() for p in listed)
     assert specscope.open_store(url).sums_cover_rows()
+
+
+_PULLER = textwrap.dedent(
+    """
+    import sys
+    from datetime import datetime, timedelta
+    import specscope
+
+    at = datetime.fromisoformat(sys.argv[3])
+    for minute in range(3):  # three scheduled pulls, a minute apart
+        now = at + timedelta(minutes=minute)
+        specscope.pull(sys.argv[1], store=sys.argv[2], since="1m", retries=0, now=lambda: now)
+    """
+)
+
+
+def test_two_writers_pulling_at_once_both_land(
+    server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    """Two servers pulled into one store on object storage by two processes at once, three
+    pulls each: every row of each lands once, as pulling each alone into a folder gives."""
+    from tests.prom_servers import Misbehaving
+
+    url = f"s3://{bucket}/pulls"
+    servers = [Misbehaving("matrix"), Misbehaving("matrix")]
+    at = "2026-11-24T12:00:00+00:00"
+    env = {**os.environ, **_env(server, tmp_path), "PYTHONPATH": str(ROOT)}
+    try:
+        pulling = [
+            subprocess.Popen(
+                [sys.executable, "-c", _PULLER, s.url, url, at],
+                env=env,
+                cwd=ROOT,
+                stderr=subprocess.PIPE,
+            )
+            for s in servers
+        ]
+        for p in pulling:
+            _, err = p.communicate(timeout=180)
+            assert p.returncode == 0, err.decode()[-2000:]
+        alone = []
+        for n, s in enumerate(servers):  # each alone into a folder, in this process
+            local = tmp_path / f"alone-{n}"
+            for minute in range(3):
+                now = datetime.fromisoformat(at) + timedelta(minutes=minute)
+                specscope.pull(s.url, store=local, since="1m", retries=0, now=_clock(now))
+            alone.append(_rows(str(local)))
+    finally:
+        for s in servers:
+            s.stop()
+    store = specscope.open_store(url)
+    assert len(store.manifest()["ingests"]) == 6
+    assert _rows(url) == sum(alone) > 0
+    assert store.sources.collect().height == 2
+    rows = store.spec_decode.collect()
+    assert rows.select("source_id", "run_id", "engine", "ts").is_unique().all()
+    assert _stage_left(server, bucket, "pulls") == []
