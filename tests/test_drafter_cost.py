@@ -103,10 +103,34 @@ def test_llamacpp_chain_own_k_from_counts_and_no_lookup_advice(tmp_path) -> None
     (a,) = items  # draft-mtp; the n-gram lookups draft in 7 of 1,315 steps: no advice
     assert a.method == "mtp" and a.curve_from == "mean" and a.k == 2
     draft = 54825.426 / 1308
-    target = 15965.32 / (192 - 111) - draft
-    assert a.cost_ratio == round(draft / target / (2602 / 1308), 4)
+    # ngram-map-k's and ngram-mod's time since the start (b, g and a) over draft-mtp's calls:
+    # drafting's, not the target's.
+    chained = (2.912 + 2.660 + 0.000 + 0.548 + 3.454 + 2.238) / 1308
+    target = 15965.32 / (192 - 111) - draft - chained
+    assert a.measured is not None
+    assert a.measured["chained_ms_per_step"] == pytest.approx(chained)
+    assert a.measured["target_ms_per_step"] == pytest.approx(target)
+    assert a.cost_ratio == round((draft + chained) / target / (2602 / 1308), 4)
+    assert "0.009 ms of the implementations chained with it" in a.cost_source
     assert a.curve[0]["tau"] == pytest.approx(1 + 2031 / 1308)
     assert "the run's own k only" in advice_text(items)
+
+
+def test_llamacpp_a_costly_implementation_in_the_chain_is_drafting_time(tmp_path) -> None:
+    # Case 100 with ngram-mod's generate time made 20 s (a lookup over a huge context):
+    # 15.3 ms a step taken from the target's time and added to the drafter's.
+    text = (WORLD / "100_llamacpp_mtp_ngram_chain_statistics.log").read_text(encoding="utf-8")
+    slow = text.replace(
+        "dur(b,g,a) = 0.548, 3.454, 2.238 ms", "dur(b,g,a) = 0.548, 20000.0, 2.238 ms"
+    )
+    (a,) = advise(_store(tmp_path, "100.log", slow))
+    draft = 54825.426 / 1308
+    chained = (2.912 + 2.660 + 0.548 + 20000.0 + 2.238) / 1308
+    target = 15965.32 / (192 - 111) - draft - chained
+    assert a.measured is not None and a.measured["chained_ms_per_step"] == pytest.approx(chained)
+    assert a.cost_ratio == round((draft + chained) / target / (2602 / 1308), 4)
+    before = round(draft / (15965.32 / 81 - draft) / (2602 / 1308), 4)
+    assert a.cost_ratio > before + 0.05
 
 
 # -- TensorRT-LLM ------------------------------------------------------------------------

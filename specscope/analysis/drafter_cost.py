@@ -14,8 +14,9 @@ draft position it is c_step / k for a chain drafter).
   target's comes from the request just before the line: its ``eval time`` (decode, drafter
   included) over its verify steps, the tokens it generated less those accepted from drafts
   (each step emits one token of the target's and the accepted ones), less the drafter's
-  time per step. Other implementations chained before it (n-gram lookups) cost microseconds
-  and are left in the target's part.
+  time per step and that of the implementations chained with it (n-gram lookups whose
+  statistics follow the same request: their time since the start over the drafter's
+  calls), which count as drafting's.
 
 Measured at the load the run saw: a drafter's share grows with the batch it drafts for.
 """
@@ -163,26 +164,60 @@ def _llamacpp(costs: dict[str, pl.DataFrame], row: dict[str, Any]) -> MeasuredCo
     )
     if not eval_ms or not tokens or request.is_empty():
         return None
-    accepted = int(request.sort("line")["accepted_tokens"][-1])
+    asked = request.sort("line").row(-1, named=True)
+    accepted = int(asked["accepted_tokens"])
     steps = int(tokens) - accepted
     if steps <= 0:
         return None
-    target_ms = float(eval_ms) / steps - draft_ms
+    others = _chained_ms(costs, row, asked["line"]) / calls
+    target_ms = float(eval_ms) / steps - draft_ms - others
     if target_ms <= 0:
         return None
+    chained = f" and {others:.3f} ms of the implementations chained with it" if others else ""
     return MeasuredCost(
-        draft_ms / target_ms,
+        (draft_ms + others) / target_ms,
         f"measured: llama.cpp drafter {draft_ms:.2f} ms a step (draft time over {calls:,} calls, "
-        f"line {line}) against the target's {target_ms:.2f} ms (eval time {float(eval_ms):,.0f} "
-        f"ms over {steps:,} verify steps, line {last['line']})",
+        f"line {line}){chained} against the target's {target_ms:.2f} ms (eval time "
+        f"{float(eval_ms):,.0f} ms over {steps:,} verify steps, line {last['line']})",
         {
             "draft_ms_per_step": draft_ms,
+            "chained_ms_per_step": others,
             "target_ms_per_step": target_ms,
             "draft_calls": calls,
             "verify_steps": steps,
             "lines": [last["line"], line],
         },
     )
+
+
+def _chained_ms(costs: dict[str, pl.DataFrame], row: dict[str, Any], request_line: int) -> float:
+    """The time since the start of the other implementations whose statistics follow the
+    same request (a chain: n-gram lookups tried each step before or after the drafter), all
+    of begin, generate and accept: drafting's, not the target's."""
+    source, line = row["source_id"], row["line"]
+    later = (
+        costs["requests"]
+        .filter((pl.col("source_id") == source) & (pl.col("line") > request_line))["line"]
+        .to_list()
+    )
+    until = min(later) if later else None
+    beside = costs["statistics"].filter(
+        (pl.col("source_id") == source)
+        & (pl.col("line") > request_line)
+        & (pl.col("line") != line)
+        & (pl.col("run_id") != row["run_id"])
+    )
+    total = 0.0
+    for other in beside.iter_rows(named=True):
+        if until is not None and other["line"] > until:
+            continue
+        try:
+            dur = json.loads(other["extra"] or "{}").get("dur_ms")
+        except ValueError:
+            continue
+        values = dur if isinstance(dur, list) else [dur]
+        total += sum(float(v) for v in values if isinstance(v, int | float))
+    return total
 
 
 __all__ = ["MeasuredCost", "cost_rows", "costs_in", "measured_cost"]
