@@ -209,7 +209,9 @@ def stated_comparison(row: Row) -> Row:
     row["speculative"] = True
     # The quoted words, and how many lines after the record's first they are.
     extra: dict[str, Any] = {"stated": quote} | ({"offset": offset} if offset else {})
-    if len(measures) != 1 or None in measures or spec is None or base is None:
+    if spec is None and base is None and not units and claim and not _says_faster(claim):
+        extra["claim"] = "slower"  # the author's word alone: no numbers, none made up
+    elif len(measures) != 1 or None in measures or spec is None or base is None:
         said = ", ".join(units) or "no unit"
         row["problems"] = f"a stated comparison whose values do not compare ({said})"
     elif claim and _says_faster(claim) != _faster(measures.copy().pop(), spec, base):

@@ -102,6 +102,9 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
         said = json.loads(row["extra"])
         measure, base = said.get("measure"), said.get("baseline")
         spec = row.get(measure) if measure else None
+        if said.get("claim") == "slower":
+            out.append(_claimed(ev, row, said))
+            continue
         if not spec or not base:
             continue  # a stated comparison whose values do not compare (its problems say why)
         ratio = _ratio(measure, spec, base)
@@ -145,6 +148,34 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
             )
         )
     return out
+
+
+def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding:
+    """The author's word that speculation is slower, with no numbers in the paste."""
+    line = (row["line"] or 0) + int(said.get("offset") or 0)
+    return Finding(
+        kind="no_speedup",
+        severity=Severity.WARNING,
+        run_id=row["run_id"],
+        source=row["source"],
+        lines=(line, line),
+        window=(None, None),
+        explanation="The author says speculation is slower than decoding without it (line "
+        f"{line}: \u201c{said.get('stated', '')}\u201d), with no numbers in the paste to "
+        "measure by how much." + _why(ev, _spoken_of(ev, row)),
+        next_step="measure both sides the same way (vllm bench serve with and without "
+        "--speculative-config, same prompts and concurrency) and paste the results; "
+        "keep speculation off where it does not pay",
+        measured={"stated": "slower"},
+        expected={"speedup above": ev.config["no_speedup"]["max_ratio"]},
+        sample={"stated claim": 1},
+        confidence=Confidence(
+            "suggestive",
+            "the author's word, without numbers",
+            {"stated claim": 1},
+            [STATED],
+        ),
+    )
 
 
 # A deeper draft at least this much slower than the best depth of the author's sweep is
