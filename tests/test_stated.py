@@ -180,3 +180,19 @@ def test_a_deeper_draft_clearly_slower_in_a_stated_sweep_is_k_too_large(tmp_path
 def test_a_deeper_draft_within_noise_is_no_finding(tmp_path) -> None:
     found = _findings(tmp_path, "CUDA:\n" + _SWEEP.format(deeper="5.70"))
     assert [f for f in found if f.kind == "k_too_large"] == []
+
+
+def test_the_authors_word_alone_is_a_suggestive_slowdown_without_numbers(tmp_path) -> None:
+    said = "Note: speculative decoding was slower than plain decoding for every k we tried.\n"
+    (slow,) = _slow(_findings(tmp_path / "a", said))
+    assert slow.measured == {"stated": "slower"}  # no ratio: none was stated
+    assert slow.confidence is not None and slow.confidence.level == "suggestive"
+    hedged = "Speculative decoding can be slower than plain decoding when acceptance is low.\n"
+    assert parse_text(hedged).tables.get("bench", []) == []
+
+
+def test_a_tpot_pair_after_slower_than_divides_as_a_time(tmp_path) -> None:
+    said = "dp4+MTP is *slower* than dp4 without MTP (36.1ms vs 32ms TPOT).\n"
+    (slow,) = _slow(_findings(tmp_path, said))
+    assert slow.measured["speedup"] == pytest.approx(32 / 36.1)
+    assert slow.expected["baseline_mean_tpot_ms"] == 32.0
