@@ -168,7 +168,11 @@ def test_runs_lists_runs_with_weighted_acceptance(cli, tmp_path):
     assert r.status == 0
     assert "50.5%" in r.out and "3.52" in r.out
     rows = json.loads(cli("runs", "--store", store, "--json").out)
-    assert len(rows) == 3 + 9  # seed 002: 3 runs of rates its author states
+    # Seed 002: 11 runs, four of them a rate its author states, each a run of its own
+    # (records.Records.keep): the server's lines after them are not theirs.
+    assert len(rows) == 3 + 11
+    stated = [r for r in rows if r["first_line"] in (22, 210, 211, 213) and "002_" in r["source"]]
+    assert [r["last_line"] for r in stated] == [22, 210, 211, 213]
     bf16 = next(row for row in rows if row["accepted_tokens"] == 3623)
     assert bf16["k"] == 5
     assert abs(bf16["mean_acceptance_length"] - (1 + 3623 / 1435)) < 1e-12

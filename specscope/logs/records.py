@@ -68,10 +68,16 @@ class Records:
         for column, table in defn.has_row.items():
             rows[tables[0]][column] = table in rows
         book = self.book
-        if defn.starts_run and book.run is not None and book.run.has_records:
-            book.new(origin.line)
-        run = book.current(origin.line, block=defn.kind in ("block", "json"))
-        run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
+        if defn.kind == "fields" and defn.starts_run is True:
+            # No server line starts a run: this is an author's statement (a rate in prose,
+            # a reference value), a run of its own. Joined to the log's run, a prose number
+            # would be added to or stand for the counts the server printed around it.
+            run = book.own(origin.line)
+        else:
+            if defn.starts_run and book.run is not None and book.run.has_records:
+                book.new(origin.line)
+            run = book.current(origin.line, block=defn.kind in ("block", "json"))
+            run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
         if series is not None:
             run = book.series.run_for(run, str(series), origin.line, defn.engine)
         run.last_line = max(run.last_line, origin.end_line)

@@ -40,6 +40,14 @@ class RunBook:
         self.runs.append(self.run)
         return self.run
 
+    def own(self, line: int) -> Run:
+        """A run of its own for one record, which no other record joins and which leaves
+        the run the log is in as it was (an author's statement between a server's lines)."""
+        run = Run(ordinal=len(self.runs) + 1, first_line=line, last_line=line)
+        run.from_block = True
+        self.runs.append(run)
+        return run
+
     def paste_run(self, line: int) -> Run:
         """A run for pasted counters, which takes no record of the log around them."""
         self._before_new()
