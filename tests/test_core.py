@@ -54,6 +54,17 @@ def _agree(scanner, block: bytes) -> None:
         return
     assert fast is not None
     assert len(fast.lines) == len(slow.lines)
+    # Two records glued on a line: the core reads both (held to the line parser by
+    # tests/test_disturbed.py), polars leaves the line to the line parser.
+    glued = np.zeros(0, np.int64)
+    if len(fast.records):
+        at = fast.records["_i"].to_numpy()
+        glued = np.unique(at[1:][at[1:] == at[:-1]])
+        assert (fast.kind[glued] == 3).all() and (slow.kind[glued] == 0).all()
+        fast.kind[glued] = 0
+        fast.records = fast.records.filter(pl.Series(~np.isin(at, glued)))
+        fast.slow = np.union1d(fast.slow, glued)
+        fast.slow_texts = [fast.lines[i] for i in fast.slow.tolist()]
     bad = np.flatnonzero(fast.kind != slow.kind)
     assert not len(bad), [(int(i), slow.lines[int(i)], fast.kind[i], slow.kind[i]) for i in bad[:3]]
     assert (fast.dated == slow.dated).all()
@@ -236,4 +247,6 @@ def test_an_ingest_of_a_plain_log_uses_the_core(tmp_path: Path) -> None:
     polars_stage = Stage()
     fallback = parse_source(open_source(str(path)), grammar, polars_stage, compiled=False)
     assert fallback.scanner == "polars"
-    assert polars_stage.bulk_rows == stage.bulk_rows
+    # The core also reads the records glued two on a line that polars leaves to the line
+    # parser (the same tables either way: tests/test_bulk.py, tests/test_disturbed.py).
+    assert stage.bulk_rows > polars_stage.bulk_rows > 100

@@ -157,7 +157,8 @@ fn to_dict<'py>(
             };
             columns.set_item(name, column)?;
         }
-        shapes.append((bytes(le(&rows.lines, u32::to_le_bytes)), columns))?;
+        let second = PyBytes::new(py, &rows.second);
+        shapes.append((bytes(le(&rows.lines, u32::to_le_bytes)), second, columns))?;
     }
     d.set_item("shapes", shapes)?;
     Ok(d)

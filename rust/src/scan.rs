@@ -113,6 +113,8 @@ impl Column {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ShapeRows {
     pub lines: Vec<u32>,
+    /// 1: the second record of a line that holds two glued (`Scanner::glued`).
+    pub second: Vec<u8>,
     pub names: Vec<String>,
     pub columns: Vec<Column>,
 }
@@ -242,6 +244,7 @@ impl Scanner {
                 .iter()
                 .map(|s| ShapeRows {
                     lines: Vec::new(),
+                    second: Vec::new(),
                     names: s.groups.iter().map(|g| g.0.clone()).collect(),
                     columns: vec![Column::new(); s.groups.len()],
                 })
@@ -341,7 +344,7 @@ impl Scanner {
             let proc = &clean[h.proc_start..h.proc_end];
             key = keys.of(&mut out.procs, proc, h.pid);
             if ok_line {
-                if self.shape(out, body, caches) {
+                if self.shape(out, body, caches) || self.glued(out, h, proc, body, caches) {
                     kind = RECORD;
                 } else if self.quiet_body(body) {
                     kind = ENVELOPE;
@@ -411,6 +414,73 @@ impl Scanner {
 
     /// The first shape the message is a clean record of, its groups pushed.
     fn shape(&self, out: &mut BlockScan, body: &str, caches: &mut Caches) -> bool {
+        match self.matched(body, caches) {
+            Some(i) => {
+                self.push(out, i, body, &caches.0, 0);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Two records glued on one line, `header msg (Proc pid=N) LEVEL MM-DD HH:MM:SS
+    /// [file:N] msg`, read as the line parser reads them: each message cut where the
+    /// second header starts (the first with the space before it) and each a clean record
+    /// of a shape. Only where the second header repeats the first one's process, level,
+    /// date and time (two writes of one interval): its records then take the line's header
+    /// as a line of their own would, the first is the second's record before (a stats
+    /// line's engine and line for a spec record), and the line ends as the second's own
+    /// line would (its last 64 bytes are of it: `grammar.unfinished` looks at those).
+    fn glued(
+        &self,
+        out: &mut BlockScan,
+        h: &header::Header,
+        proc: &str,
+        body: &str,
+        caches: &mut Caches,
+    ) -> bool {
+        let b = body.as_bytes();
+        if h.level == 0 {
+            return false;
+        }
+        let mut pids = memmem::find_iter(b, b"pid=");
+        let (Some(at), None) = (pids.next(), pids.next()) else {
+            return false; // none, or three records or more: the line parser reads those
+        };
+        let Some(open) = memchr::memrchr(b'(', &b[..at]) else {
+            return false;
+        };
+        if open < 2 || b[open - 1] != b' ' || b[open - 2].is_ascii_whitespace() {
+            return false;
+        }
+        let (first, rest) = (&body[..open - 1], &body[open..]);
+        let Some(h2) = header::dated(rest) else {
+            return false;
+        };
+        if (h2.level, h2.month, h2.day, h2.clock, h2.pid)
+            != (h.level, h.month, h.day, h.clock, h.pid)
+            || &rest[h2.proc_start..h2.proc_end] != proc
+            || rest.len() < 64
+            || self.ends_in_literal(first.as_bytes())
+        {
+            return false;
+        }
+        let second = &rest[h2.body..];
+        let Some(i) = self.matched(first, caches) else {
+            return false;
+        };
+        let spans = caches.0.clone();
+        let Some(j) = self.matched(second, caches) else {
+            return false;
+        };
+        self.push(out, i, first, &spans, 0);
+        self.push(out, j, second, &caches.0, 1);
+        true
+    }
+
+    /// The first shape `body` is a clean record of; its groups' spans are left in the
+    /// caches' first member.
+    fn matched(&self, body: &str, caches: &mut Caches) -> Option<usize> {
         let (spans, caches) = caches;
         for (i, (shape, (cache, caps))) in self.shapes.iter().zip(caches.iter_mut()).enumerate() {
             if !body.as_bytes().starts_with(&shape.prefix) {
@@ -444,14 +514,27 @@ impl Scanner {
                     _ => continue,
                 }
             }
-            let rows = &mut out.shapes[i];
-            rows.lines.push(out.kind.len() as u32);
-            for (column, (_, g)) in rows.columns.iter_mut().zip(&shape.groups) {
-                column.push(group(*g).and_then(|(a, b)| body.get(a..b)));
-            }
-            return true;
+            return Some(i);
         }
-        false
+        None
+    }
+
+    /// A record of shape `i` on the line being scanned, its groups at `spans` of `body`.
+    fn push(
+        &self,
+        out: &mut BlockScan,
+        i: usize,
+        body: &str,
+        spans: &[Option<(usize, usize)>],
+        second: u8,
+    ) {
+        let group = |g: usize| spans.get(g).copied().flatten();
+        let rows = &mut out.shapes[i];
+        rows.lines.push(out.kind.len() as u32);
+        rows.second.push(second);
+        for (column, (_, g)) in rows.columns.iter_mut().zip(&self.shapes[i].groups) {
+            column.push(group(*g).and_then(|(a, b)| body.get(a..b)));
+        }
     }
 }
 
@@ -528,6 +611,7 @@ fn merge(mut a: BlockScan, b: BlockScan, at: i64) -> BlockScan {
     a.filled.extend(b.filled);
     for (x, y) in a.shapes.iter_mut().zip(b.shapes) {
         x.lines.extend(y.lines.iter().map(|l| l + lines));
+        x.second.extend(y.second);
         for (c, d) in x.columns.iter_mut().zip(&y.columns) {
             c.append(d);
         }

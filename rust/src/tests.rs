@@ -9,7 +9,7 @@ use regex::Regex;
 
 use crate::header;
 use crate::read::LineCap;
-use crate::scan::{Scanner, ShapeSpec, Spec, RECORD};
+use crate::scan::{Scanner, ShapeSpec, Spec, RECORD, SLOW};
 
 const LEVELS: &str = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL";
 const HEAD: &str = r"^\((?P<_proc>[A-Za-z][A-Za-z0-9_]{0,60}) pid=(?P<_pid>[0-9]{1,9})\) ";
@@ -47,6 +47,25 @@ fn spec() -> Spec {
     }
 }
 
+/// A record of `spec()`'s shape, any numbers.
+fn record() -> impl Strategy<Value = String> {
+    (
+        0u32..1000,
+        0u64..1_000_000,
+        0u64..1_000_000,
+        proptest::collection::vec(0u32..1000, 1..5),
+    )
+        .prop_map(|(rate, a, d, list)| {
+            let list: Vec<String> = list.iter().map(|p| format!("0.{p:03}")).collect();
+            format!(
+                "SpecDecoding metrics: Draft acceptance rate: {}.{}%, Accepted: {a} tokens, Drafted: {d} tokens, Per-position acceptance rate: {}",
+                rate / 10,
+                rate % 10,
+                list.join(", ")
+            )
+        })
+}
+
 /// Lines made of the pieces where the parsers decide, bent by any characters.
 fn line() -> impl Strategy<Value = String> {
     let pieces = prop_oneof![
@@ -60,6 +79,7 @@ fn line() -> impl Strategy<Value = String> {
         Just("2026-01-02T03:04:05-0530 stderr Px".to_string()),
         Just("svc.1-a  | ".to_string()),
         Just("SpecDecoding metrics: Draft acceptance rate: 38.8%, Accepted: 150 tokens, Drafted: 387 tokens".to_string()),
+        Just(" (APIServer pid=4741) INFO 04-07 17:19:59 [m.py:1] ".to_string()),
         Just(", Per-position acceptance rate: 0.543, 0.357, 0.264, 0.100, 0.200".to_string()),
         Just("\x1b[0;36m".to_string()),
         Just("INFO  12-01".to_string()),
@@ -109,8 +129,34 @@ proptest! {
             prop_assert_eq!(*found.offsets.last().unwrap() as usize, text.len());
             prop_assert!(found.key.iter().all(|&k| k >= 0 && k as usize <= found.procs.len()));
             let records: usize = found.shapes.iter().map(|s| s.lines.len()).sum();
-            prop_assert_eq!(records, found.kind.iter().filter(|&&k| k == RECORD).count());
+            let glued: usize = found.shapes.iter().map(|s| s.second.iter().filter(|&&g| g == 1).count()).sum();
+            prop_assert_eq!(records, found.kind.iter().filter(|&&k| k == RECORD).count() + glued);
             prop_assert_eq!(scanner.scan_parallel(&text, 2), found);
+        }
+    }
+
+    #[test]
+    fn two_records_glued_are_the_two_lines(
+        a in record(), b in record(), same in any::<bool>(), file in "[a-z_]{1,8}\\.py:[0-9]{1,4}",
+        bend in prop_oneof![Just(""), Just(" "), Just("  "), Just("x"), Just(","), Just("\u{3000}")],
+    ) {
+        let head = "(APIServer pid=4741) INFO 04-07 17:19:59 [metrics.py:101] ";
+        let clock = if same { "17:19:59" } else { "17:20:00" };
+        let second = format!("(APIServer pid=4741) INFO 04-07 {clock} [{file}] {b}");
+        let glued = SCANNER.scan(&format!("{head}{a}{bend} {second}"));
+        let apart = SCANNER.scan(&format!("{head}{a}\n{second}"));
+        prop_assert_eq!(apart.kind.clone(), vec![RECORD, RECORD]);
+        if same && bend.is_empty() {
+            // What the two lines give, on one line.
+            prop_assert_eq!(glued.kind.clone(), vec![RECORD]);
+            let (g, p) = (&glued.shapes[0], &apart.shapes[0]);
+            prop_assert_eq!(&g.lines, &vec![0, 0]);
+            prop_assert_eq!(&g.second, &vec![0, 1]);
+            prop_assert_eq!(&g.columns, &p.columns);
+        } else {
+            // Another second, or more than one space before the header: the line parser's.
+            prop_assert_eq!(glued.kind.clone(), vec![SLOW]);
+            prop_assert!(glued.shapes[0].lines.is_empty());
         }
     }
 

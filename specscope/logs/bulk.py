@@ -274,24 +274,18 @@ class _Walk:
         self.stretch_of = np.full(n, -1, np.int64)
         self.seeds: list[tuple[int, int, str, Any, Any]] = []
         self.stretches = 0
-        # Per line: its process as a number, and its record's table as a number.
+        # Per line: its process as a number; per record: its line and its table's code.
         self.key_of = p.key_of
         self.positions = p.positions
         self.table_names = p.table_names
-        self.table_of = np.zeros(len(kind), np.int64)
-        if len(p.positions):
-            self.table_of[p.positions] = p.rec_table
+        self.rec_table = p.rec_table
         self.records = p.records
         self.servers = reader.servers
 
-    def _record(self, i: int) -> int:
-        """The row in the block's records of the record on line ``i``."""
-        return int(np.searchsorted(self.positions, i))
-
-    def _engine(self, i: int) -> Any:
+    def _engine(self, row: int) -> Any:
         if "engine" not in self.records.columns:
             return None
-        return self.records["engine"][self._record(i)]
+        return self.records["engine"][row]
 
     def feed(self, i: int, line_text: str) -> None:
         self.parser.feed(self.base + i + 1, line_text)
@@ -355,14 +349,16 @@ class _Walk:
             return
         run = parser.run
         assert run is not None
-        rec_idx = np.flatnonzero(self.kind[a:b] == RECORD) + a
+        # The stretch's records (a line of two glued holds two), as rows of the block's.
+        lo, hi = np.searchsorted(self.positions, [a, b]).tolist()
+        rec_idx = self.positions[lo:hi]
         sid = self.stretches
         self.stretches += 1
         counts: dict[str, int] = {}
         last: dict[tuple[Any, Any], tuple[str, Any]] = {}
         server = None
         if len(rec_idx):
-            tables = self.table_of[rec_idx]
+            tables = self.rec_table[lo:hi]
             for code, n in enumerate(np.bincount(tables, minlength=len(self.table_names))):
                 if n:
                     counts[self.table_names[code]] = int(n)
@@ -386,10 +382,10 @@ class _Walk:
                         )
                     )
                 last[key] = (
-                    self.table_names[int(self.table_of[j])],
-                    BulkRow(line=self.base + j + 1, engine=self._engine(j)),
+                    self.table_names[int(tables[final])],
+                    BulkRow(line=self.base + j + 1, engine=self._engine(lo + final)),
                 )
-            server = self.servers.get(self.records["format"][self._record(int(rec_idx[0]))])
+            server = self.servers.get(self.records["format"][lo])
         last_seen = None
         dated = env_idx[self.dated[env_idx]]
         if len(dated):

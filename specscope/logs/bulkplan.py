@@ -154,7 +154,9 @@ class Prepared:
 
     lines: Lines
     kind: np.ndarray
-    records: pl.DataFrame  # with ``_i`` (the line in the block) and ``_key`` (its process)
+    # With ``_i`` (the line in the block) and ``_key`` (its process), in the order of the
+    # text: a line of two records glued holds both, the first first.
+    records: pl.DataFrame
     dated: np.ndarray  # the line has a timestamp
     key_of: np.ndarray  # the line's process as a number (0: none)
     process: Callable[[int], tuple[str, int]]  # a line's (process name, pid)
@@ -184,8 +186,10 @@ def prepared(
     bad = contradicts(records) if len(records) else None
     if bad is not None and bad.any():  # the line parser says what is wrong with them
         kind = kind.copy()
-        kind[records.filter(bad)["_i"].to_numpy()] = SLOW
-        records = records.filter(~bad)
+        refused = records.filter(bad)["_i"].to_numpy()
+        kind[refused] = SLOW
+        # Every record of such a line (two records glued on one) goes with it.
+        records = records.filter(pl.Series(~np.isin(records["_i"].to_numpy(), refused)))
     # After a record the line parser holds it until the next line shows it ended, so a
     # line it would otherwise pass over is read then (offered to an open record, or held
     # as the start of a wrapped one): such lines go to the parser.

@@ -206,7 +206,7 @@ def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None
     procs: list[tuple[str, int]] = found["procs"]
     levels: list[str] = _core.LEVELS if _core is not None else []
     out = []
-    for i, (lines_raw, columns) in enumerate(found["shapes"]):
+    for i, (lines_raw, second, columns) in enumerate(found["shapes"]):
         at = np.frombuffer(lines_raw, np.uint32).astype(np.int64)
         if not len(at):
             continue
@@ -214,6 +214,8 @@ def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None
         head = pl.DataFrame(
             {
                 "_i": at,
+                # A line's records in their order on it (two where records were glued).
+                "_o": 2 * at + np.frombuffer(second, np.uint8),
                 "_key": key_of[at],
                 "_month": pl.Series(month[at].astype(np.int64)).set(~pl.Series(has_date), None),
                 "_day": pl.Series(day[at].astype(np.int64)).set(~pl.Series(has_date), None),
@@ -223,7 +225,9 @@ def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None
         )
         fields = head.with_columns(_column(name, columns[name]) for name in columns)
         out.append(typed_records(plan, i, fields))
-    records = pl.concat(out, how="diagonal_relaxed").sort("_i") if out else pl.DataFrame()
+    records = pl.DataFrame()
+    if out:
+        records = pl.concat(out, how="diagonal_relaxed").sort("_o").drop("_o")
 
     def process(i: int) -> tuple[str, int]:
         return procs[int(key_of[i]) - 1]

@@ -86,12 +86,21 @@ static PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(PREFIX).unwrap()
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    // The scanner: whole lines, records as many as RECORD lines, one thread or two.
+    // The scanner: whole lines, records as many as RECORD lines and the second records of
+    // glued ones, one thread or two.
     let found = SCANNER.scan(&text);
     assert_eq!(found.offsets.len(), found.kind.len() + 1);
     assert_eq!(*found.offsets.last().unwrap() as usize, text.len());
     let records: usize = found.shapes.iter().map(|s| s.lines.len()).sum();
-    assert_eq!(records, found.kind.iter().filter(|&&k| k == RECORD).count());
+    let glued: usize = found
+        .shapes
+        .iter()
+        .map(|s| s.second.iter().filter(|&&g| g == 1).count())
+        .sum();
+    assert_eq!(
+        records,
+        found.kind.iter().filter(|&&k| k == RECORD).count() + glued
+    );
     if text.len() > 1 << 12 {
         assert_eq!(SCANNER.scan_parallel(&text, 2), found);
     }
