@@ -329,3 +329,37 @@ def test_the_streamed_report_shows_the_requests_as_the_whole_one(tmp_path, monke
     assert batched == [1]  # the second report took the fleet's way
     assert findings[0] == findings[1] and len(findings[0]) == 3
     assert texts[0] == texts[1] and "## Acceptance request by request" in texts[0]
+
+
+def test_vllm_histograms_give_a_capture_its_curve_per_position(tmp_path) -> None:
+    """Each response's acceptance_histogram (steps by draft tokens accepted) gives its counts
+    per position: 100 steps accepting none, 150 one, 250 two and none three is 400, 250 and
+    0 accepted at positions 0-2 of 500 steps. Eight such responses are a run whose third
+    position is dead, which the position detectors and advise see (k' = 2)."""
+    from specscope.analysis.advise import advise
+
+    def response(hist: list[int]) -> str:
+        steps, accepted = sum(hist), sum(j * n for j, n in enumerate(hist))
+        spec = {
+            "acceptance_histogram": hist,
+            "num_spec_steps": steps,
+            "num_accepted_draft_tokens": accepted,
+            "num_draft_tokens": 3 * steps,
+            "num_spec_tokens": 3,
+        }
+        return json.dumps({"metrics": {"speculative_decoding": spec}})
+
+    found = _detect(tmp_path, [response([100, 150, 250, 0]) for _ in range(8)])
+    store = specscope.open_store(tmp_path / "store")
+    rows = store.spec_decode.collect()
+    assert rows["accepted_per_pos"].to_list() == [[400, 250, 0]] * 8
+    assert {"position_cliff", "k_too_large"} <= {f.kind for f in found}
+    (a,) = advise(store)
+    assert a.curve_from == "counts" and a.best_k == 2 and a.drafts == 4000
+    # A histogram that is not the response's counts gives no positions, and says so.
+    bad = json.loads(response([100, 150, 250, 0]))
+    bad["metrics"]["speculative_decoding"]["num_accepted_draft_tokens"] = 649
+    (tmp_path / "bad").mkdir()
+    _detect(tmp_path / "bad", [json.dumps(bad)])
+    (row,) = specscope.open_store(tmp_path / "bad" / "store").spec_decode.collect().to_dicts()
+    assert row["accepted_per_pos"] is None and "not its counts" in row["problems"]

@@ -368,7 +368,35 @@ def vllm_model_startup(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     return out
 
 
+def request_histogram(row: Row) -> Row:
+    """vLLM's per-request ``acceptance_histogram`` (index j: the verify steps that accepted
+    exactly j draft tokens) as the request's accepted counts per position: a step accepted
+    at position i when it accepted more than i, so position i's count is the steps of the
+    bins past i. Kept only where it holds the request's own counts (its steps, its
+    accepted tokens); the histogram stays in ``extra`` as printed."""
+    try:
+        extra = json.loads(row.get("extra") or "{}")
+    except ValueError:
+        return row
+    hist = extra.get("acceptance_histogram")
+    if not isinstance(hist, list) or len(hist) < 2:
+        return row
+    if not all(isinstance(x, int | float) and x >= 0 and float(x).is_integer() for x in hist):
+        return row
+    bins = [int(x) for x in hist]
+    row["extra"] = json.dumps(extra | {"acceptance_histogram": bins}, ensure_ascii=False)
+    per = [sum(bins[i + 1 :]) for i in range(len(bins) - 1)]
+    if sum(bins) == row.get("drafts") and sum(per) == row.get("accepted_tokens"):
+        row["accepted_per_pos"] = per
+    else:
+        row["problems"] = "; ".join(
+            filter(None, [row.get("problems"), "an acceptance histogram that is not its counts'"])
+        )
+    return row
+
+
 RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
+    "request_histogram": request_histogram,
     "vllm_v1_spec_decode": vllm_v1_spec_decode,
     "vllm_v0_spec_decode": vllm_v0_spec_decode,
     "spec_from_drafts": spec_from_drafts,

@@ -451,6 +451,11 @@ class _FirstPosition:
     def __init__(self, agg: Mapping[str, Any], trials: Trials) -> None:
         counts = agg.get("accepted_per_pos") or []
         drafts = agg.get("drafts")
+        # Counts per position of only some of the run's drafts (vLLM responses, some with a
+        # histogram) are no first position of them all: the mean bounds it then.
+        reached = agg.get("drafted_per_pos") or []
+        if counts and reached and reached[0] is not None and reached[0] < (drafts or 0):
+            counts = []
         self.count = counts[0] if counts and counts[0] is not None and drafts else None
         self.drafts, self.trials = drafts, trials
         self.point = (
