@@ -391,8 +391,10 @@ def read_pairs(defn: Definition, text: str) -> Reading:
                 sides.append((i, side, value[0], m.group("unit")))
                 break
     pairs: list[dict[str, Any]] = []
+    paired: set[int] = set()  # a line is one side of one pair
     for (i, a, x, ux), (j, b, y, uy) in itertools.pairwise(sides):
-        if a != b and j == i + 1 and not (pairs and pairs[-1]["offset"] in (i, j)):
+        if a != b and j == i + 1 and not paired & {i, j}:
+            paired |= {i, j}
             spec, base = (x, y) if a == "speculative" else (y, x)
             pairs.append({"offset": i, "speculative": spec, "baseline": base, "units": (ux, uy)})
     if not pairs:
