@@ -45,6 +45,10 @@ def test_the_report_says_speculation_should_be_off(tmp_path):
     assert a["pays"] is False and a["off"] is True and a["speedup_interval"][1] <= 1
     text = render_markdown(report, tmp_path / "r.md", images=False)
     assert "**Speculation should be off at the load this run saw**" in text
+    from specscope.report.html import render_html
+
+    page = render_html(report)
+    assert "<b>Speculation should be off at the load this run saw</b>" in page
     assert f"{a['speedup_interval'][1]:.3f}x" in text
     assert "Best k by the cost model" not in text and "does not pay" not in text
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from specscope.report.advice import advice_said
 from specscope.report.build import Report
 from specscope.report.png import pngs
 from specscope.report.redact import strip_controls
@@ -218,19 +219,8 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
 
 
 def _advice_hint(advice: dict[str, Any]) -> str:
-    """The cost model's word on a run: the best k, or that speculation does not pay, or
-    (its interval's upper bound at most 1) that it should be off at the load seen."""
-    cost = f"c={advice['cost_ratio']}, {md(advice['cost_source'])}"
-    if advice.get("pays", True):
-        return f" Best k by the cost model: **{advice['best_k']}** ({cost})."
-    if advice.get("off"):
-        lo, hi = advice.get("speedup_interval") or (0.0, 0.0)
-        return (
-            " **Speculation should be off at the load this run saw**: even the best k "
-            f"({advice['best_k']}) is at most {hi:.3f}x ({md(advice.get('coverage', ''))} "
-            f"interval {lo:.3f}-{hi:.3f}; {cost})."
-        )
-    return f" By the cost model no k is faster than speculation off ({cost}): **it does not pay**."
+    before, head, after = advice_said(advice)
+    return f" {md(before)}**{md(head)}**{md(after)}"
 
 
 def _setups(report: Report) -> list[str]:
