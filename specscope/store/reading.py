@@ -116,7 +116,13 @@ class Store:
             return empty.lazy()
         want = polars_schema(name)
         frames = []
+        plain: list[DataFile] = []  # files read whole with every column: one scan for a run
         for f, seen in checked:
+            if seen.limit is None and set(want) <= set(seen.columns):
+                plain.append(f)
+                continue
+            frames.extend(_scan_all(plain, name, want))
+            plain = []
             lf = pl.scan_parquet(f.path)
             if seen.limit is not None:
                 lf = lf.head(seen.limit)
@@ -127,10 +133,10 @@ class Store:
                 if column not in seen.columns
             ).select(list(want))
             if name in PARTITIONED:
-                source = f.path.parent.name.split("=", 1)[1]
-                lf = lf.with_columns(pl.lit(source).alias("source_id"))
+                lf = lf.with_columns(pl.lit(_source_of(f)).alias("source_id"))
             frames.append(lf)
-        return pl.concat(frames, how="vertical")
+        frames.extend(_scan_all(plain, name, want))
+        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
 
     def sums_cover_rows(self) -> bool:
         """Every spec_decode file has its ``run_sums`` beside it (``specscope.store.rollup``); not
@@ -171,6 +177,33 @@ class Store:
     def writer(self) -> contextlib.AbstractContextManager[StoreWriter]:
         """Lock the store for writing; what the block wrote is committed when it ends."""
         return locked_writer(self)
+
+
+_PATH = "__specscope_file"
+
+
+def _source_of(f: DataFile) -> str:
+    return f.path.parent.name.split("=", 1)[1]
+
+
+def _scan_all(files: list[DataFile], name: str, want: pl.Schema) -> list[pl.LazyFrame]:
+    """Files of a table in one scan, in order, each row with its folder's source: a fleet's
+    store has a file per server (or per pull) in each table, and a scan a file cost more
+    than reading the rows (polars plans, opens and concatenates each on its own)."""
+    if not files:
+        return []
+    if len(files) == 1:
+        lf = pl.scan_parquet(files[0].path).select(list(want))
+        if name in PARTITIONED:
+            lf = lf.with_columns(pl.lit(_source_of(files[0])).alias("source_id"))
+        return [lf]
+    paths = [f.path for f in files]
+    scan = pl.scan_parquet(paths, include_file_paths=_PATH, extra_columns="ignore")
+    if name not in PARTITIONED:
+        return [scan.select(list(want))]
+    sources = {str(f.path): _source_of(f) for f in files}
+    source = pl.col(_PATH).replace_strict(sources, return_dtype=pl.String).alias("source_id")
+    return [scan.select(*want, source)]
 
 
 def cache_root(env: dict[str, str] | None = None) -> Path:

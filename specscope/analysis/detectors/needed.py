@@ -243,16 +243,26 @@ def _rows_of(
     """The rows of the sources' files with the columns and types of ``like`` (a file
     written before a column was added reads it as null, as ``Store.table`` does)."""
     want = like.collect_schema()
-    frames = [
-        pl.scan_parquet(
-            path, schema=polars_schema(table), missing_columns="insert", extra_columns="ignore"
-        ).with_columns(pl.lit(source).alias("source_id"))
-        for source in sources
-        for path in files.get(source, [])
-    ]
-    if not frames:
+    paths = {str(path): source for source in sources for path in files.get(source, [])}
+    if not paths:
         return like.clear()
-    return pl.concat(frames, how="vertical").select(pl.col(c).cast(t) for c, t in want.items())
+    scan = pl.scan_parquet(
+        list(paths),
+        schema=polars_schema(table),
+        missing_columns="insert",
+        extra_columns="ignore",
+        include_file_paths=_PATH,
+    ).with_columns(_source(paths))
+    return scan.select(pl.col(c).cast(t) for c, t in want.items())
+
+
+# One scan over many files (a fleet's store has a file per server or per pull in each
+# table, and a scan a file cost more than its rows): each row's source from its file.
+_PATH = "__specscope_file"
+
+
+def _source(paths: dict[str, str]) -> pl.Expr:
+    return pl.col(_PATH).replace_strict(paths, return_dtype=pl.String).alias("source_id")
 
 
 def _by_source(store: Store, table: str) -> dict[str, list[Path]]:
@@ -268,19 +278,14 @@ def _read(
 ) -> pl.DataFrame:
     """The ``columns`` of the sources' files (``source_id`` from the folder), the run as a
     category as ``detector_rows`` gives it."""
-    frames = [
-        pl.scan_parquet(path)
-        .select(c for c in columns if c != "source_id")
-        .with_columns(pl.lit(source).alias("source_id"))
-        for source in sources
-        for path in files.get(source, [])
-    ]
-    if not frames:  # the columns' own types: a screen compares them (a store of no stats)
+    paths = {str(path): source for source in sources for path in files.get(source, [])}
+    if not paths:  # the columns' own types: a screen compares them (a store of no stats)
         types = {**polars_schema("engine_stats"), **polars_schema("spec_decode")}
         empty = pl.DataFrame(schema={c: types.get(c, pl.String) for c in columns})
         return empty.with_columns(pl.col("run_id").cast(pl.Categorical))
+    scan = pl.scan_parquet(list(paths), include_file_paths=_PATH, extra_columns="ignore")
     return (
-        pl.concat(frames, how="vertical")
+        scan.select(*(c for c in columns if c != "source_id"), _source(paths))
         .with_columns(pl.col("run_id").cast(pl.Categorical))
         .collect()
         .rechunk()
