@@ -4,6 +4,7 @@ command in its own process, against runs listed and rows stored.
     python bench/fleet.py runs [--runs 10,80,1000,3000]     # 20 MB of logs cut into runs
     python bench/fleet.py fleet [--servers 100,300,1000] [--days 30] [--sample 0.005]
     python bench/fleet.py fleet --stores /tmp/month          # stores made already
+    python bench/fleet.py fleet --stores /tmp/pulls --compact  # ... and each compacted
     python bench/fleet.py chart runs.jsonl fleet.jsonl --out bench/fleet.png
 
 ``runs``: ``bench/generate.py --size 20M --runs N`` (the issue's baseline: 7, 59, 651 and
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -107,10 +109,32 @@ def _measure_into(row: dict[str, object], store: Path, work: Path) -> None:
     print(json.dumps(row), flush=True)
 
 
-def bench_stores(stores: list[Path], work: Path) -> None:
+def bench_stores(stores: list[Path], work: Path, *, compact: bool = False) -> None:
+    """Each store measured; with ``compact``, a copy of it then compacted (``specscope
+    compact``, measured as well) and measured again."""
     for store in stores:
         row: dict[str, object] = {"store": str(store), **_store_size(store)}
+        row["files"] = _files(store)
         _measure_into(row, store, work)
+        if not compact:
+            continue
+        copy = work / f"{store.name}-compacted"
+        shutil.copytree(store, copy)
+        took, rss, cpu, _ = measured(_specscope("compact", "--store", str(copy)))
+        row = {"store": f"{store} compacted", **_store_size(copy), "files": _files(copy)}
+        row["compact"] = [round(took, 2), round(rss), round(cpu, 2)]
+        row["compact_load"] = round(os.getloadavg()[0], 1)
+        _measure_into(row, copy, work)
+        shutil.rmtree(copy)
+
+
+def _files(store: Path) -> dict[str, int]:
+    """The committed files of each table a compaction rewrites, and the manifest's bytes."""
+    from specscope.store.reading import open_store
+
+    s = open_store(store)
+    out = {t: len(s.files(t)) for t in ("spec_decode", "engine_stats", "run_sums")}
+    return {**out, "manifest_bytes": (store / "specscope.json").stat().st_size}
 
 
 def draw(results: list[Path], out: Path) -> None:
@@ -203,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     fleet.add_argument("--sample", type=float, default=0.005)
     fleet.add_argument("--per-source", type=int, default=100)
     fleet.add_argument("--stores", help="measure these stores (comma-separated), made already")
+    fleet.add_argument(
+        "--compact", action="store_true", help="--stores: then each compacted, measured again"
+    )
     chart = sub.add_parser("chart", help="the lines printed, drawn as one PNG")
     chart.add_argument("results", type=Path, nargs="+", help="files of the lines printed")
     chart.add_argument("--out", type=Path, default=HERE / "fleet.png")
@@ -216,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.what == "runs":
             bench_runs([int(x) for x in args.runs.split(",")], work)
         elif args.stores:
-            bench_stores([Path(p) for p in args.stores.split(",")], work)
+            bench_stores([Path(p) for p in args.stores.split(",")], work, compact=args.compact)
         else:
             bench_fleet(
                 [int(x) for x in args.servers.split(",")],

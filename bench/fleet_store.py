@@ -71,6 +71,7 @@ class Fleet:
     seed: int = 0
     every_sickness: bool = False  # server i has the i-th sickness in turn (for tests)
     per_source: int = 1  # servers per source: 1, a pull per server; more, a pull per cluster
+    commits: int = 1  # more: each source's rows committed in this many pulls, by time
 
 
 def source_id(server: int) -> str:
@@ -199,6 +200,15 @@ def _server(
     fleet: Fleet, server: int, sid: str, source: str, ordinals: Iterator[int]
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any], pl.DataFrame, pl.DataFrame]]:
     """Each run of one server: its runs row, rollup and sampled rows."""
+    for run, iv, k, ts, keep in _server_runs(fleet, server, sid, source, ordinals):
+        spec, stats = _rows(run["run_id"], source, iv, k, ts, keep)
+        yield run, _rollup(run["run_id"], iv, k, ts), spec, stats
+
+
+def _server_runs(
+    fleet: Fleet, server: int, sid: str, source: str, ordinals: Iterator[int]
+) -> Iterator[tuple[dict[str, Any], dict[str, np.ndarray], int, np.ndarray, np.ndarray]]:
+    """Each run of one server: its runs row, every interval, k, times and the sample kept."""
     rng = np.random.default_rng([fleet.seed, server])
     setup = SETUPS[server % len(SETUPS)]
     turn = server % (len(SICKNESS) + 1)
@@ -219,7 +229,6 @@ def _server(
         )
         iv = _run(rng, n, setup, sick)
         keep = rng.random(n) < fleet.sample if fleet.sample < 1 else np.ones(n, bool)
-        spec, stats = _rows(run_id, source, iv, setup[2], ts, keep)
         model, method, k, quant, hardware, tp, caching, *_ = setup
         run = {
             "run_id": run_id,
@@ -241,11 +250,13 @@ def _server(
             "label": f"server-{server:04d}",
             "config": json.dumps({"sick": sick}),
         }
-        yield run, _rollup(run_id, iv, k, ts), spec, stats
+        yield run, iv, k, ts, keep
 
 
 def write_fleet(path: Path, fleet: Fleet) -> dict[str, int]:
     """Write the fleet's store at ``path`` (one ingest); how many runs, intervals and rows."""
+    if fleet.commits > 1:
+        return _write_in_pulls(path, fleet)
     store = Store(path)
     counts = {"servers": fleet.servers, "runs": 0, "intervals": 0, "rows": 0}
     sources = []
@@ -292,6 +303,67 @@ def write_fleet(path: Path, fleet: Fleet) -> dict[str, int]:
     return counts
 
 
+def _write_in_pulls(path: Path, fleet: Fleet) -> dict[str, int]:
+    """Each source's rows committed in ``fleet.commits`` pulls, each of a slice of the
+    window (its rows, and the rollups of its intervals), a source after another: the
+    files a pull each that a store on object storage gets (a folder's newest file would
+    take them: ``writing.GROW_ROWS`` is set to 0 here, as a file never grows there)."""
+    from specscope.store import writing
+
+    writing.GROW_ROWS = 0
+    store = Store(path)
+    counts = {"servers": fleet.servers, "runs": 0, "intervals": 0, "rows": 0, "commits": 0}
+    total = int(fleet.days * 86400 // fleet.interval_s)
+    edges = np.datetime64(START, "ms") + (
+        np.linspace(0, total, fleet.commits + 1).astype(np.int64) * fleet.interval_s * 1000
+    ).astype("timedelta64[ms]")
+    for first in range(0, fleet.servers, fleet.per_source):
+        sid = source_id(first)
+        source = f"http://prometheus.fleet:9090#cluster={first}"
+        ordinals = itertools.count(1)
+        runs: list[dict[str, Any]] = []
+        sums: list[list[dict[str, Any]]] = [[] for _ in range(fleet.commits)]
+        specs: list[list[pl.DataFrame]] = [[] for _ in range(fleet.commits)]
+        stats: list[list[pl.DataFrame]] = [[] for _ in range(fleet.commits)]
+        for server in range(first, min(first + fleet.per_source, fleet.servers)):
+            for run, iv, k, ts, keep in _server_runs(fleet, server, sid, source, ordinals):
+                runs.append(run)
+                counts["intervals"] += len(ts)
+                at = np.searchsorted(ts, edges)
+                for c, (a, b) in enumerate(itertools.pairwise(at.tolist())):
+                    if b - a < 1:
+                        continue
+                    part = {name: v[a:b] for name, v in iv.items()}
+                    sums[c].append(_rollup(run["run_id"], part, k, ts[a:b]))
+                    spec, stat = _rows(run["run_id"], source, part, k, ts[a:b], keep[a:b])
+                    specs[c].append(spec)
+                    stats[c].append(stat)
+                    counts["rows"] += spec.height
+        counts["runs"] += len(runs)
+        for c in range(fleet.commits):
+            if not sums[c]:
+                continue
+            table = pa.Table.from_pylist(sums[c], schema=TABLES["run_sums"])
+            with store.writer() as w:
+                w.add_parts("spec_decode", sid, specs[c], run_sums=lambda t=table: t)  # type: ignore[misc]
+                w.add_parts("engine_stats", sid, stats[c])
+                w.add("runs", sid, [r for r in runs if r["first_ts"] < edges[c + 1].item()])
+                w.replace_sources(
+                    [
+                        {
+                            "source_id": sid,
+                            "path": source,
+                            "kind": "prometheus",
+                            "runs": len(runs),
+                            "ingest_id": w.ingest_id,
+                            "ingested_at": datetime.now(),
+                        }
+                    ]
+                )
+            counts["commits"] += 1
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the store to make (new)")
@@ -304,6 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--per-source", type=int, default=1, help="servers per source (a pull of a cluster)"
     )
+    parser.add_argument(
+        "--commits",
+        type=int,
+        default=1,
+        help="each source's rows in this many pulls by time, a file each (object storage's way)",
+    )
     args = parser.parse_args(argv)
     if args.out.exists():
         parser.error(f"{args.out} exists: give a new folder")
@@ -315,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         args.restarts,
         args.seed,
         per_source=args.per_source,
+        commits=args.commits,
     )
     started = time.perf_counter()
     counts = write_fleet(args.out, fleet)

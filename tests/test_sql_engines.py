@@ -5,14 +5,18 @@ on 127.0.0.1 (s3s-fs) where the engine can read one.
 
 The store is real: the repository's logs and pastes (vLLM, SGLang, llama.cpp,
 TensorRT-LLM; dozens of models, runs and days) ingested in four ingests, one of them a
-log that grew since it was read, two vLLM /metrics endpoints on 127.0.0.1 scraped (their
-runs' instance and UTC times), and a data file copied in by hand that a glob would read.
+log that grew since it was read, two by two writers at once (each its own process), two
+vLLM /metrics endpoints on 127.0.0.1 scraped (their runs' instance and UTC times), and a
+data file copied in by hand that a glob would read.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -23,8 +27,9 @@ import specscope
 from specscope.prometheus.scrape import scrape
 from specscope.queries.engines import script, table_files
 from specscope.queries.fleet import QUERIES, answer
+from specscope.store.layout import read_manifest
 from tests import s3_server
-from tests.helpers import FIXTURES, SEEDS
+from tests.helpers import FIXTURES, ROOT, SEEDS
 from tests.prom_servers import VllmExporter, serve_exporter
 
 ENGINE_LOGS = [
@@ -36,6 +41,10 @@ ENGINE_LOGS = [
     "vllm_responses_spec_metrics.jsonl",
 ]
 GROWN = "003_83783f5568908b19.txt"  # read half first, then whole
+_WRITER = (
+    "import sys, specscope; "
+    "specscope.ingest(sys.argv[2:], store=sys.argv[1], year=2026)"  # some pastes store nothing
+)
 
 
 def ingest(paths: list[Path], store: Path) -> None:
@@ -59,8 +68,23 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ingest([grown, *world[: len(world) // 2]], store)
     grow(grown, full, 1.0)
     ingest([grown, *world[len(world) // 2 :]], store)
-    ingest([*(p for p in SEEDS.iterdir() if p.name != GROWN)], store)
-    ingest([FIXTURES / "engines" / name for name in ENGINE_LOGS], store)
+    # Two writers at once, each its own process: both commit, neither undoes the other.
+    before = len(read_manifest(store)["ingests"])
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(store), *map(str, paths)],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stderr=subprocess.PIPE,
+        )
+        for paths in (
+            [p for p in SEEDS.iterdir() if p.name != GROWN],
+            [FIXTURES / "engines" / name for name in ENGINE_LOGS],
+        )
+    ]
+    for w in writers:
+        _, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err.decode()[-2000:]
+    assert len(read_manifest(store)["ingests"]) == before + 2
     # Two vLLM servers scraped on 127.0.0.1: runs whose instance is the target's, in UTC.
     for _server in range(2):
         port, server = serve_exporter(VllmExporter())
