@@ -363,3 +363,34 @@ def test_vllm_histograms_give_a_capture_its_curve_per_position(tmp_path) -> None
     _detect(tmp_path / "bad", [json.dumps(bad)])
     (row,) = specscope.open_store(tmp_path / "bad" / "store").spec_decode.collect().to_dicts()
     assert row["accepted_per_pos"] is None and "not its counts" in row["problems"]
+
+
+def test_trtllm_choices_are_requests_of_a_run_of_their_own(tmp_path) -> None:
+    """TensorRT-LLM's per-request counts sit on each choice (aiperf#1433's: 30 of 60 over 20
+    steps, histogram [8, 0, 6, 6]); five such responses and one that accepts 1 of 600 over
+    200 steps are a tensorrt-llm run of requests, the last flagged near zero."""
+    real = _sample("trtllm_request_spec_decode", 0)
+
+    def response(choice: str) -> str:
+        return json.dumps({"id": "cmpl", "choices": [json.loads(choice)]})
+
+    low = json.loads(real)
+    low["speculative_decoding"].update(
+        total_accepted_draft_tokens=1,
+        total_draft_tokens=600,
+        num_spec_steps=200,
+        acceptance_rate=1 / 600,
+        acceptance_histogram=[199, 1, 0, 0],
+    )
+    found = _detect(tmp_path, [response(real)] * 5 + [response(json.dumps(low))])
+    (outlier,) = _kinds(found, "request_outlier")
+    assert outlier.measured["requests"] == [
+        {"line": 6, "drafted": 600, "accepted": 1, "rate": 1 / 600}
+    ]
+    assert _kinds(found, "request_acceptance")
+    store = specscope.open_store(tmp_path / "store")
+    (run,) = store.runs.collect().to_dicts()
+    assert run["server"] == "tensorrt-llm"
+    rows = store.spec_decode.collect()
+    assert rows["format"].unique().to_list() == ["trtllm_request_spec_decode"]
+    assert rows["accepted_per_pos"].to_list() == [[12, 12, 6]] * 5 + [[1, 0, 0]]

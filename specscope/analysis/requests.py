@@ -32,6 +32,7 @@ REQUEST_FORMATS = (
     "llamacpp_response_timings",
     "sglang_request_finish",
     "sglang_request_meta_info",
+    "trtllm_request_spec_decode",
     "vllm_request_spec_decode",
 )
 

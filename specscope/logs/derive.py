@@ -396,13 +396,13 @@ def request_histogram(row: Row) -> Row:
 
 
 RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
-    "request_histogram": request_histogram,
     "vllm_v1_spec_decode": vllm_v1_spec_decode,
     "vllm_v0_spec_decode": vllm_v0_spec_decode,
     "spec_from_drafts": spec_from_drafts,
     "vllm_engine_stats": vllm_engine_stats,
     "stated_comparison": stated_comparison,
     "stated_acceptance": stated_acceptance,
+    "request_histogram": request_histogram,
 }
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
     "vllm_config": vllm_config,

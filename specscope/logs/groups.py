@@ -72,6 +72,9 @@ def method_of(series: str) -> str | None:
     return normalise_method(name)
 
 
+LIST_ITEMS = 16  # the items of a list looked into (a response's choices; not its token ids)
+
+
 class Held(dict[str, Any]):
     """The object that holds a definition's keys, found nested in a document, with the
     objects around it (the nearest first): what a response says beside its counts (vLLM's
@@ -87,16 +90,24 @@ def holding(
 ) -> dict[str, Any] | None:
     """``obj``, or the first object nested in it, that has every one of ``keys``: a
     response keeps its speculative counts under ``meta_info`` (SGLang) or
-    ``metrics.speculative_decoding`` (vLLM), a capture wraps the response again. A nested
-    one comes as a ``Held``, the objects around it beside it."""
+    ``metrics.speculative_decoding`` (vLLM) or on each of its ``choices`` (TensorRT-LLM), a
+    capture wraps the response again. A nested one comes as a ``Held``, the objects
+    around it beside it."""
+    if isinstance(obj, list):  # a response's choices (TensorRT-LLM counts on each)
+        for item in obj[:LIST_ITEMS]:
+            found = holding(item, keys, depth, around)
+            if found is not None:
+                return found
+        return None
     if not isinstance(obj, dict):
         return None
     if all(key in obj for key in keys):
         return Held(obj, list(reversed(around))) if around else obj
     for value in obj.values() if depth else ():
-        found = holding(value, keys, depth - 1, (*around, obj))
-        if found is not None:
-            return found
+        if isinstance(value, dict | list):
+            found = holding(value, keys, depth - 1, (*around, obj))
+            if found is not None:
+                return found
     return None
 
 
