@@ -196,3 +196,14 @@ def test_a_tpot_pair_after_slower_than_divides_as_a_time(tmp_path) -> None:
     (slow,) = _slow(_findings(tmp_path, said))
     assert slow.measured["speedup"] == pytest.approx(32 / 36.1)
     assert slow.expected["baseline_mean_tpot_ms"] == 32.0
+
+
+def test_a_configuration_slower_than_the_baseline_is_named_when_another_helps(tmp_path) -> None:
+    table = (
+        "| config | out tok/s |\n|---|---|\n| baseline | 16.51 |\n"
+        "| DFlash K=7 | 19.70 |\n| DFlash K=5 | {slow} |\n"
+    )
+    (slow,) = _slow(_findings(tmp_path / "a", table.format(slow="12.96")))
+    assert slow.measured["speedup"] == pytest.approx(12.96 / 16.51)
+    assert slow.lines == (5, 5)  # the slower configuration's row
+    assert _slow(_findings(tmp_path / "b", table.format(slow="17.00"))) == []

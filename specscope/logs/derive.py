@@ -244,7 +244,11 @@ def stated_acceptance(row: Row) -> Row:
     drafted = _stated_count(row.pop("stated_drafted", None))
     rate = row.pop("stated_rate", None)
     percent = row.pop("stated_pct", None)
-    if accepted is not None and drafted is not None:
+    length = row.pop("stated_length", None)
+    if length is not None:  # a mean acceptance length as stated: no counts either
+        row["mean_acceptance_length"] = float(length)
+        row["partial"] = True
+    elif accepted is not None and drafted is not None:
         row["accepted_tokens"], row["draft_tokens"] = accepted, drafted
         if drafted:
             row["acceptance_rate"] = accepted / drafted

@@ -95,6 +95,11 @@ def _by_layout(defn: Definition, text: str) -> Reading:
 
     base_cols = [c for c, h in enumerate(header) if is_base(h)]
     spec_cols = [c for c, h in enumerate(header) if spec_key.search(h) and c not in base_cols]
+    if len(base_cols) == 1:
+        # A rate per user (per request, per GPU) is another measure than the baseline's
+        # total ('EAGLE output tok/s/user' beside 'Baseline output tok/s'): no pair.
+        per = _PER.findall(header[base_cols[0]].lower())
+        spec_cols = [c for c in spec_cols if _PER.findall(header[c].lower()) == per]
     pairs: list[dict[str, Any]] = []
     unit: str | None = None
     by_condition = len(base_cols) == 1 and bool(spec_cols)
@@ -269,6 +274,7 @@ def _quote(text: str, offset: int) -> str:
     return "| " + " | ".join(row) + " |"
 
 
+_PER = regex.compile(r"(?:/|\bper\s+)(user|request|req|gpu|card|device|stream|node|slot)s?\b")
 _DEPTH_OFF = regex.compile(r"0|off|none|-|\u2014|n/?a", regex.I)
 
 
