@@ -32,7 +32,16 @@ COUNTS = ("interval", "cumulative")
 # table, pairs: an author's comparison in a block (tables.read_table, tables.read_pairs);
 # spec_table: an author's table of spec-decode counts, one record a row (tables.read_spec_table);
 # json_keys: a JSON document's keys pasted a line each (fields.read_json_keys)
-PARSE_MODES = ("python_dict", "key_value", "table", "pairs", "spec_table", "json_keys", None)
+PARSE_MODES = (
+    "python_dict",
+    "key_value",
+    "table",
+    "pairs",
+    "spec_table",
+    "json_keys",
+    "labelled",
+    None,
+)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ class Grammar:
             for ds in by_anchor.values()
             if (anchor := ds[0].anchor) is not None  # always: by_anchor holds only these
         ]
-        self.blocks = [d for d in defs if d.kind == "block"]
+        # (A block of labelled results is watched over a fence: logs.labelled.)
+        self.blocks = [d for d in defs if d.kind == "block" and d.parse != "labelled"]
         self.json_docs = [d for d in defs if d.kind == "json"]
         self.configs = [d for d in defs if d.kind == "config"]
         self.events = [e for d in defs if d.kind == "event" for e in d.events]

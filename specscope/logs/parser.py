@@ -15,10 +15,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from specscope.logs.checks import guarded
 from specscope.logs.clean import clean_line
 from specscope.logs.config_events import ConfigsAndEvents
-from specscope.logs.definitions import load_definitions
+from specscope.logs.definitions import Definition, load_definitions
 from specscope.logs.fields import read_json, unreadable
 from specscope.logs.grammar import Envelope, Grammar, envelope_of
 from specscope.logs.groups import holding, typed_groups
+from specscope.logs.labelled import LabelledResults
 from specscope.logs.limits import (
     MAX_JSON_DOC_BYTES,
     LongLines,
@@ -27,6 +28,7 @@ from specscope.logs.limits import (
     refresh,
 )
 from specscope.logs.pasted import Pastes
+from specscope.logs.reading import Reading
 from specscope.logs.records import Records
 from specscope.logs.results import ParseResult, Row, Run, Skip
 from specscope.logs.runbook import RunBook
@@ -54,6 +56,8 @@ class LineParser:
         self._block: Block | None = None
         self.configs = ConfigsAndEvents(self.grammar, self.book, self.records)
         self._pastes = Pastes(self.grammar.definitions, self)  # pasted /metrics text
+        # Result blocks under labels in a fence (specscope.logs.labelled).
+        self._labelled = LabelledResults(self.grammar.definitions, self._keep_labelled)
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -85,7 +89,7 @@ class LineParser:
     def quiet(self) -> bool:
         """Nothing carried over from earlier lines: the next line is read on its own."""
         held = (self._pending, self._held, self._block, self.configs.pending)
-        return held.count(None) == 4 and not self._pastes.json.lines
+        return held.count(None) == 4 and not self._pastes.json.lines and not self._labelled.open
 
     def open_line(self) -> int | None:
         """The first line of what is still held (a record, a wrapped line, a block, a
@@ -95,6 +99,7 @@ class LineParser:
         if self._held is not None:
             lines.append(self._held[0])
         lines.extend(self._pastes.json.lines_held())  # a JSON document pasted over lines
+        lines.extend(self._labelled.lines_held())  # a fence that may hold labelled results
         return min(lines, default=None)
 
     def close_record(self) -> None:
@@ -142,6 +147,8 @@ class LineParser:
         self.lines = max(self.lines, line)
         if not raw or raw.isspace():
             return  # a blank line changes nothing held (a record goes on after it)
+        if self._labelled.wants(raw):  # watched, not taken: the line is read as it would be
+            self._labelled.see(line, raw)
         if self._pastes.wants(raw) and self._pastes.take(line, raw):
             return
         if raw.startswith(("{", "[{")) and self.grammar.json_docs and self.feed_json(line, raw):
@@ -315,6 +322,7 @@ class LineParser:
         self._finish_pending()
         self._finish_block()
         self._finish_config()
+        self._labelled.close()
         self._pastes.close()
         runs = [r for r in self.runs if r.used]
         return ParseResult(
@@ -347,6 +355,11 @@ class LineParser:
         if any(reasons):
             reason = next(r for r in reasons if r)
             self.skipped.append(Skip(pending.line, reason, pending.text[:300]))
+
+    def _keep_labelled(self, defn: Definition, first: int, last: int, reading: Reading) -> None:
+        reason = self.records.keep(defn, Origin(first, last, None), reading, {})
+        if reason:
+            self.skipped.append(Skip(first, reason, str(reading.values.get("stated", ""))[:300]))
 
     @guarded("a block")
     def _finish_block(self) -> None:
