@@ -112,15 +112,25 @@ def test_fields_parted_by_semicolons_or_runs_of_spaces() -> None:
     ]
 
 
-def test_a_record_cut_before_its_counts_is_reported_not_kept() -> None:
-    """A trimmed record ends whole; one that stops after a comma, inside a value or at an
-    ellipsis (case 12) was cut off, and the whole definition reports what it lacks."""
+def test_a_record_cut_inside_a_value_is_reported_not_kept() -> None:
+    """A record that stops inside a value was cut off there: the whole definition reports
+    what it lacks."""
     head = "SpecDecoding metrics: Mean acceptance length: 1.00, Accepted throughput: 0.00 tokens/s"
-    for tail in (", Drafted throughput: 169.20 tokens/s,", ", Drafted throughput: 16", ",..."):
-        result = _parse(head + tail)
-        assert result.tables.get("spec_decode", []) == []
-        assert [s.line for s in result.skipped] == [1]
-        assert "without 'Accepted', 'Drafted'" in result.skipped[0].reason
+    result = _parse(head + ", Drafted throughput: 16")
+    assert result.tables.get("spec_decode", []) == []
+    assert [s.line for s in result.skipped] == [1]
+    assert "without 'Accepted', 'Drafted'" in result.skipped[0].reason
+
+
+def test_a_record_cut_after_a_whole_value_keeps_what_it_printed() -> None:
+    """One that stops after a separator or at an ellipsis (case 12) printed each value
+    whole: they are kept, marked partial, and no count is made up for what was cut."""
+    head = "SpecDecoding metrics: Mean acceptance length: 1.00, Accepted throughput: 0.00 tokens/s"
+    for tail, drafted in ((", Drafted throughput: 169.20 tokens/s,", 169.2), (",...", None)):
+        (row,) = _rows(head + tail)
+        assert row["format"] == "vllm_v1_spec_decode_trimmed" and row["partial"] is True
+        assert (row["mean_acceptance_length"], row.get("drafted_throughput")) == (1.0, drafted)
+        assert row.get("accepted_tokens") is None and row.get("draft_tokens") is None
 
 
 def test_a_trimmed_record_keeps_what_it_prints() -> None:

@@ -105,6 +105,9 @@ class Definition:
     required: tuple[str, ...] = ()
     required_for: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # other tables
     min_fields: int = 0
+    # ... and when the record stands alone on its line (no prose before it, nothing after
+    # its last whole value): a pasted log line, not a sentence quoting a number.
+    min_fields_alone: int | None = None
     derive: Mapping[str, str] = field(default_factory=dict)  # table -> derivation
     counts: str = "interval"
     cumulative: tuple[str, ...] = ()  # columns that count since the engine started
@@ -306,6 +309,7 @@ _TOP_KEYS: dict[str, _Type] = {
     "required": _STRS,
     "required_for": _STRS_MAP,
     "min_fields": _INT,
+    "min_fields_alone": _INT,
     "derive": _DERIVE,
     "counts": _STR,
     "cumulative": _STRS,
@@ -550,6 +554,7 @@ def load_definition(path: Path) -> Definition:
         required=tuple(raw.get("required", ())),
         required_for={t: tuple(c) for t, c in raw.get("required_for", {}).items()},
         min_fields=raw.get("min_fields", 0),
+        min_fields_alone=raw.get("min_fields_alone"),
         derive=dict(derive or {}),
         counts=counts,
         cumulative=tuple(raw.get("cumulative", ())),

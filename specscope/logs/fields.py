@@ -185,6 +185,21 @@ def read_fields(defn: Definition, body: str) -> Reading:
     return reading
 
 
+def fields_needed(defn: Definition, reading: Reading) -> int:
+    """How many known fields make ``reading`` a record: ``min_fields``, or
+    ``min_fields_alone`` for a record alone on its line that ends on a whole value. One
+    label and its value in a sentence is prose quoting a number; the same line pasted by
+    itself ('Mean acceptance length: 1.00') is a line of the log."""
+    if (
+        defn.min_fields_alone is not None
+        and reading.alone
+        and not (reading.cut or reading.trails or reading.extra or reading.problems)
+        and (reading.ends_whole or reading.items >= 2)
+    ):
+        return defn.min_fields_alone
+    return defn.min_fields
+
+
 def _note(reading: Reading, spec: FieldSpec, exc: FieldValueError) -> None:
     reading.problems.append(f"{spec.label}: {exc}")
     if isinstance(exc, ListTooLongError):
@@ -407,6 +422,7 @@ __all__ = [
     "ListTooLongError",
     "Reading",
     "convert",
+    "fields_needed",
     "is_list_continuation",
     "labels_of",
     "read_block",

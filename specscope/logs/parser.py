@@ -341,6 +341,7 @@ class LineParser:
         reasons: list[str] = []
         for defn in pending.anchor.definitions:
             reading = pending.reading(defn)
+            reading.alone = not pending.in_prose
             reason = self.records.keep(
                 defn, origin, reading, typed_groups(defn, groups, reading.extra)
             )

@@ -21,6 +21,7 @@ class Reading:
     whole: int = 0  # fields whose value shows it is complete
     items: int = 0  # entries of the list values read
     chars: int = 0  # characters of the values read (known fields only)
+    alone: bool = False  # nothing but markup before it on its line (see min_fields_alone)
     refused: str | None = None  # why the record cannot be kept (a list over the limit)
     # A block of several records (a table, one a row): which line of the block this one is
     # on, and the records after it.

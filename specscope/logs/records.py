@@ -12,7 +12,7 @@ from typing import Any
 from specscope.logs.checks import check_row, refusal
 from specscope.logs.definitions import Definition
 from specscope.logs.derive import RECORD_DERIVATIONS, to_deltas
-from specscope.logs.fields import Reading, labels_of, unreadable
+from specscope.logs.fields import Reading, fields_needed, labels_of, unreadable
 from specscope.logs.results import BulkRow, Row
 from specscope.logs.runbook import RunBook
 from specscope.logs.wrapped import Origin
@@ -37,11 +37,12 @@ class Records:
         """Store what a record said; the reason it cannot be stored otherwise."""
         values: Row = {**groups, **reading.values}
         series = values.pop("series", None) or defn.keys.get("series")  # specscope.logs.groups
-        if defn.kind != "block" and len(reading.values) < defn.min_fields:
+        if defn.kind != "block" and len(reading.values) < fields_needed(defn, reading):
             return ""  # a label or two in prose, not a record: nothing to report
-        if defn.refuse_cut and (reading.cut or reading.trails):
-            # Ends like a record cut off, not like one trimmed by hand: the definition
-            # tried before this one says what it lacks.
+        if defn.refuse_cut and reading.cut:
+            # Stops inside a value: cut off, not trimmed by hand, and the definition tried
+            # before this one says what it lacks. (One that stops after a separator or at
+            # an ellipsis printed each value whole: what it printed is kept.)
             return f"{defn.title} cut off" + (f" ({reading.dropped})" if reading.dropped else "")
         missing = [c for c in defn.required if values.get(c) is None]
         if missing:
