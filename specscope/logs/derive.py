@@ -158,7 +158,7 @@ def stated_measure(unit: str | None, what: str | None = None) -> str | None:
     name the author gave, 'TPOT'); None for no known unit."""
     if not unit:
         return None
-    text = " ".join(unit.lower().split())
+    text = " ".join(unit.lower().strip("()").split())  # a header's '(s)'
     if text == "ms":
         return "mean_tpot_ms" if what and _PER_TOKEN.search(what) else None
     for pattern, column in _MEASURES:

@@ -176,6 +176,9 @@ def _by_layout(defn: Definition, text: str) -> Reading:
             and not (column_skip is not None and column_skip.search(h))
             and (unit_of(h) or ((n := _measured(base_row[c], least=True)) and unit_of(n[1])))
         ]
+        # A rate where the table has one beside times ('Wall (s)' before 'Tok/s'): the
+        # decode speed is what is compared.
+        metric.sort(key=lambda c: bool(time_key and time_key.search(unit_of(header[c]) or "")))
         if not metric or (base := _measured(base_row[metric[0]], least=True)) is None:
             return reading
         unit = unit_of(header[metric[0]]) or unit_of(base[1])
