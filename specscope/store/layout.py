@@ -156,28 +156,40 @@ def moving(path: Path) -> set[str]:
     return {n[len(FILES) :] for n in names if n.startswith(FILES)}
 
 
-def listed_files(path: Path, manifest: dict[str, Any] | None = None) -> list[DataFile]:
-    """Every data file the manifest's ingests own, of every table, in commit order: those it
-    lists, and the files named after its legacy ingests."""
+def listed_files(
+    path: Path, manifest: dict[str, Any] | None = None, table: str | None = None
+) -> list[DataFile]:
+    """Every data file the manifest's ingests own, of every table (or of ``table``), in
+    commit order: those it lists, and the files named after its legacy ingests."""
     manifest = read_manifest(path) if manifest is None else manifest
     out: list[DataFile] = []
     legacy: dict[str, int] = {}
+    # A fleet's manifest lists thousands of files: only the table's are made DataFiles.
+    prefix = None if table is None else f"{table}/"
     for n, ingest in enumerate(manifest.get("ingests", [])):
+        files = ingest.get("files")
+        if prefix is not None and isinstance(files, list):
+            mine = [
+                f
+                for f in files
+                if not isinstance(f, dict) or str(f.get("path", "")).startswith(prefix)
+            ]
+            ingest = {**ingest, "files": mine}
         entries = entries_of(ingest, path / MANIFEST)
         if entries is None:
             legacy[str(ingest.get("id"))] = n
             continue
         for e in entries:
-            table = e.path.split("/", 1)[0]
-            if table in TABLES and ".." not in e.path.split("/"):
-                out.append(DataFile(path / e.path, table, str(ingest["id"]), n, e))
+            of = e.path.split("/", 1)[0]
+            if of in TABLES and ".." not in e.path.split("/"):
+                out.append(DataFile(path / e.path, of, str(ingest["id"]), n, e))
     if legacy:
-        for table in TABLES:
-            root = path / table
+        for name in TABLES if table is None else (table,):
+            root = path / name
             if root.is_dir():
                 for p in root.rglob("*.parquet"):
                     if ingest_of(p) in legacy:
-                        out.append(DataFile(p, table, ingest_of(p), legacy[ingest_of(p)], None))
+                        out.append(DataFile(p, name, ingest_of(p), legacy[ingest_of(p)], None))
     return out
 
 
@@ -195,7 +207,7 @@ def live_files(
     manifest = read_manifest(path) if manifest is None else manifest
     if skip is None:
         skip = moving(path)  # read after the manifest: an ingest listed and not moving is in
-    mine = [f for f in listed_files(path, manifest) if f.table == table]
+    mine = listed_files(path, manifest, table)
     pending = newest_of_each_path(f for f in mine if f.ingest in skip)
     gone = replaced_paths(path, manifest, skip)
     found = [

@@ -82,6 +82,11 @@ class Store:
         """The committed data files of ``table`` (latest only, for runs and sources)."""
         return [f.path for f in self._files(table)]
 
+    def file_rows(self, table: str) -> list[tuple[Path, int | None]]:
+        """The committed data files of ``table`` with the rows each was committed with
+        (None for a file of an ingest from before files were listed)."""
+        return [(f.path, None if f.entry is None else f.entry.rows) for f in self._files(table)]
+
     def _files(self, table: str) -> list[DataFile]:
         found = live_files(self.path, table)
         if table == "run_sums":  # derived: rows whose sums are lost are summed from the rows

@@ -46,7 +46,10 @@ from specscope.store import rollup
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config, load_reference
 
-BATCH_ROWS = 2_000_000  # spec-decode rows a screening batch reads at most (a source whole)
+# Spec-decode rows stored a screening batch reads at most (a source whole; two batches at
+# once). Counted from the files, not the rollups: a sampled store keeps 1 of 200 intervals,
+# and sized by the rollups a store of a source per server was 143 batches of 9 k rows.
+BATCH_ROWS = 100_000
 WORKERS = 2
 
 # What the screens read of the rows (and the stats join needs).
@@ -141,10 +144,15 @@ def gather_needed(
         told = set(bench["source_id"].to_list())
         need.update(r for r, run in base.runs.items() if run.get("source_id") in told)
     files = {t: _by_source(store, t) for t in ("spec_decode", "engine_stats")}
+    stored: dict[str, int] = {}
+    for path, rows in store.file_rows("spec_decode"):
+        source = path.parent.name.split("=", 1)[1]
+        stored[source] = stored.get(source, 0) + (rows or 0)
     size: dict[str, int] = {}
-    for run_id, run in base.runs.items():
+    for run_id, run in base.runs.items():  # in the runs' order, as the rows are
         source = str(run.get("source_id"))
-        size[source] = size.get(source, 0) + int(base.per_run.get(run_id, {}).get("records") or 0)
+        records = int(base.per_run.get(run_id, {}).get("records") or 0)
+        size[source] = stored[source] if source in stored else size.get(source, 0) + records
 
     def screened(batch: list[str]) -> set[str]:
         spec = _read(files["spec_decode"], batch, _SPEC)
