@@ -13,6 +13,7 @@ import polars as pl
 
 import specscope
 from specscope.errors import ExitStatus
+from specscope.logs.parser import parse_text
 
 from .helpers import SEEDS
 
@@ -168,11 +169,17 @@ def test_runs_lists_runs_with_weighted_acceptance(cli, tmp_path):
     assert r.status == 0
     assert "50.5%" in r.out and "3.52" in r.out
     rows = json.loads(cli("runs", "--store", store, "--json").out)
-    # Seed 002: 11 runs, four of them a rate its author states, each a run of its own
-    # (records.Records.keep): the server's lines after them are not theirs.
-    assert len(rows) == 3 + 11
-    stated = [r for r in rows if r["first_line"] in (22, 210, 211, 213) and "002_" in r["source"]]
-    assert [r["last_line"] for r in stated] == [22, 210, 211, 213]
+    # Seed 002: 7 runs of the server's lines and one for each rate or length its author
+    # states in prose (lines 22, 210, 211, 213), a run of its own (records.Records.keep):
+    # the server's lines after them are not theirs.
+    said = (SEEDS / "002_2dcac71f91935498.txt").read_text(encoding="utf-8")
+    stated = [
+        r for r in parse_text(said).tables["spec_decode"] if r["format"] == "stated_acceptance"
+    ]
+    assert {r["line"] for r in stated} == {22, 210, 211, 213}
+    assert len(rows) == 3 + 7 + len(stated)
+    own = [r for r in rows if "002_" in r["source"] and r["first_line"] in (22, 210, 211, 213)]
+    assert len(own) == len(stated) and all(r["last_line"] == r["first_line"] for r in own)
     bf16 = next(row for row in rows if row["accepted_tokens"] == 3623)
     assert bf16["k"] == 5
     assert abs(bf16["mean_acceptance_length"] - (1 + 3623 / 1435)) < 1e-12
