@@ -82,7 +82,15 @@ def metric_name(name: str) -> str:
 
 COUNTER_ROLES = ("drafts", "draft_tokens", "accepted_tokens", "verify_steps", "generated_tokens")
 POSITION_ROLES = ("accepted_per_pos", "drafted_per_pos")
-GAUGE_ROLES = ("mean_acceptance_length", "reported_rate", "draft_overhead")
+# SGLang 0.5.23's gauges of the speculative setup at the last interval, kept in extra as
+# read (a chain's steps are its k: spec_row).
+SETUP_GAUGES = (
+    "spec_num_steps",
+    "spec_num_draft_tokens",
+    "spec_cap_length",
+    "spec_block_accept_length",
+)
+GAUGE_ROLES = ("mean_acceptance_length", "reported_rate", "draft_overhead", *SETUP_GAUGES)
 ROLES = (*COUNTER_ROLES, *POSITION_ROLES, *GAUGE_ROLES)
 POSITION_LABELS = ("position", "token_position")
 
@@ -113,6 +121,7 @@ NAMES: dict[str, dict[str, str]] = {
         "sglang:generation_tokens": "generated_tokens",
         "sglang:spec_accept_length": "mean_acceptance_length",
         "sglang:spec_accept_rate": "reported_rate",
+        **{f"sglang:{g}": g for g in SETUP_GAUGES},
     },
     # tensorrt_llm/metrics/collector.py: per-``token_position`` counters counted when a
     # request finishes (each created at its first count), iteration counters and gauges
@@ -192,8 +201,11 @@ def spec_row(totals: Totals, max_k: int) -> tuple[dict[str, Any] | None, str]:
         row: dict[str, Any] = {"mean_acceptance_length": length, "partial": True}
         if gauges.get("reported_rate") is not None:
             row["reported_rate"] = gauges["reported_rate"]
+        setup = _setup(gauges)
         if gauges.get("draft_overhead") is not None:
-            row["extra"] = {"draft_overhead": gauges["draft_overhead"]}
+            setup["draft_overhead"] = gauges["draft_overhead"]
+        if setup:
+            row["extra"] = setup
         return row, ""
     if not any(counted) and not any(accepted_at.values()):
         return None, _never_ran(totals)
@@ -226,6 +238,13 @@ def spec_row(totals: Totals, max_k: int) -> tuple[dict[str, Any] | None, str]:
     elif top and drafts:
         row["per_position_rate"] = [a / drafts for a in row["accepted_per_pos"]]
     row["k"] = _k(row, top)
+    setup = _setup(gauges)
+    extra.update(setup)
+    steps, verified = setup.get("spec_num_steps"), setup.get("spec_num_draft_tokens")
+    if row["k"] is None and steps and verified == steps + 1:
+        # A chain (topk 1) drafts its steps' tokens, verified with the root: k as set at the
+        # last interval. A tree verifies more tokens than a step can accept: no k.
+        row["k"] = round(steps)
     if tokens:
         row["acceptance_rate"] = accepted / tokens
     length = gauges.get("mean_acceptance_length")
@@ -242,6 +261,10 @@ def spec_row(totals: Totals, max_k: int) -> tuple[dict[str, Any] | None, str]:
     if extra:
         row["extra"] = extra
     return row, ""
+
+
+def _setup(gauges: Mapping[str, float]) -> dict[str, float]:
+    return {g: gauges[g] for g in SETUP_GAUGES if gauges.get(g) is not None}
 
 
 def _k(row: Mapping[str, Any], top: int) -> int | None:
