@@ -38,6 +38,7 @@ KINDS = (
     "acceptance_drift",
     "request_outlier",
     "request_acceptance",
+    "forced_acceptance",
     "insufficient_data",
     "error_signature",
 )

@@ -281,6 +281,18 @@ def _spec_config(value: Any) -> dict[str, Any]:
     return {}
 
 
+# speculative_config keys that change what acceptance means: forced (synthetic rejection
+# sampling, at a set length or rates) or not comparable with standard rejection sampling
+# (block, fly), and k varying by batch size.
+MEANING_KEYS = (
+    "rejection_sample_method",
+    "synthetic_acceptance_length",
+    "synthetic_acceptance_rates",
+    "synthetic_acceptance_rate",
+    "num_speculative_tokens_per_batch_size",
+)
+
+
 def vllm_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     """Columns from a config line whose keys the definition already mapped to columns."""
     out: Row = {}
@@ -296,6 +308,10 @@ def vllm_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
             k = spec.get("num_speculative_tokens", spec.get("num_spec_tokens"))
             if isinstance(k, int):
                 out["k"] = k
+            # What changes what acceptance means (analysis.forced): kept in the run's config.
+            for key in MEANING_KEYS:
+                if spec.get(key) not in (None, "None", "standard"):
+                    out[key] = spec[key]
             continue
         if column == "served_model_name":
             value = _first(value)

@@ -29,6 +29,7 @@ from specscope.analysis.detectors.screens import Screen, narrowed
 from specscope.analysis.detectors.speedup import no_speedup
 from specscope.analysis.evidence import Evidence, gather
 from specscope.analysis.findings import KINDS, Finding, Severity
+from specscope.analysis.forced import set_apart
 from specscope.store.reading import Store
 from specscope.thresholds import Config
 
@@ -93,6 +94,7 @@ def findings_of(ev: Evidence, *, screened: bool = True) -> list[Finding]:
     that reads rows run by run looks only at the runs its screen lets through (the same
     findings, in far less time over many runs)."""
     findings = [f for detector in DETECTORS for f in _run(detector, ev, screened)]
+    findings = set_apart(ev, findings)  # a run whose acceptance a setting forces
     # insufficient_data only for a run that no detector could say anything about (the
     # requests' distribution describes, it judges nothing).
     judged = {

@@ -1,0 +1,87 @@
+"""Runs whose acceptance is not the drafter's: forced by a benchmark setting (vLLM's
+``rejection_sample_method = "synthetic"`` at a set ``synthetic_acceptance_length`` or
+``synthetic_acceptance_rates``) or not comparable with standard rejection sampling
+(``block`` verification, the lossy ``fly``). Read from the run's configuration (the
+``speculative_config`` of its ``non-default args``, kept by ``logs.derive.vllm_config``).
+
+A finding on such a run that judges acceptance would judge the setting, not the drafter:
+it is set apart, and a ``forced_acceptance`` finding says why (vllm-project/tpu-inference
+#2819: synthetic length 3.0 printed ``Per-position acceptance rate: 1.000, 1.000, 0.000``,
+a cliff by construction).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from specscope.analysis.evidence import Evidence
+from specscope.analysis.findings import Confidence, Finding, Severity
+
+# The kinds that judge acceptance itself: meaningless where the setting fixes it.
+JUDGING = (
+    "zero_acceptance",
+    "low_acceptance",
+    "position_cliff",
+    "k_too_large",
+    "concurrency_collapse",
+    "acceptance_drift",
+    "request_outlier",
+)
+
+_SAID = {
+    "synthetic": "acceptance is forced by synthetic rejection sampling (a benchmark setting)",
+    "block": "block verification accepts by another rule than standard rejection sampling",
+    "fly": "'fly' verification is lossy: its acceptance is not standard rejection sampling's",
+}
+
+
+def forced(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """Why the run's acceptance is not the drafter's, and the settings that say so."""
+    try:
+        config = json.loads(run.get("config") or "{}")
+    except ValueError:
+        return None
+    method = config.get("rejection_sample_method")
+    set_to = {k: v for k, v in config.items() if k.startswith("synthetic_acceptance")}
+    if method in _SAID:
+        return _SAID[str(method)], {"rejection_sample_method": method, **set_to}
+    if set_to:
+        return _SAID["synthetic"], set_to
+    return None
+
+
+def set_apart(ev: Evidence, findings: list[Finding]) -> list[Finding]:
+    """The findings with those that judge a forced run's acceptance replaced by one that
+    says why they are not made."""
+    why = {r: said for r, run in ev.runs.items() if (said := forced(run)) is not None}
+    if not why:
+        return findings
+    kept = [f for f in findings if not (f.run_id in why and f.kind in JUDGING)]
+    for run_id, (reason, settings) in why.items():
+        withheld = sorted({f.kind for f in findings if f.run_id == run_id and f.kind in JUDGING})
+        run = ev.runs[run_id]
+        kept.append(
+            Finding(
+                "forced_acceptance",
+                Severity.INFO,
+                run_id,
+                run.get("source"),
+                f"This run's {reason} ({_settings(settings)}): its acceptance says nothing of "
+                "the drafter, and it is kept out of the verdicts on acceptance"
+                + (f" (not raised: {', '.join(withheld)})." if withheld else "."),
+                "compare it only with runs at the same setting; for the drafter's own "
+                "acceptance, run without it (rejection_sample_method standard)",
+                measured=dict(settings),
+                confidence=Confidence("certain", "the run's configuration says so"),
+            )
+        )
+    return kept
+
+
+def _settings(settings: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in settings.items())
+
+
+__all__ = ["JUDGING", "forced", "set_apart"]
