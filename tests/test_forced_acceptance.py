@@ -62,3 +62,28 @@ def test_the_standard_method_named_is_no_setting(tmp_path) -> None:
         "{'method': 'eagle3', 'num_speculative_tokens': 3, 'rejection_sample_method': 'standard'}",
     )
     assert "forced_acceptance" not in {f.kind for f in found}
+
+
+def test_compare_says_a_forced_run_measures_its_setting(tmp_path) -> None:
+    from specscope.analysis.compare import compare, comparison_text
+
+    paths = []
+    for name, config in (
+        ("drafter.log", "{'method': 'eagle3', 'num_speculative_tokens': 3}"),
+        (
+            "synthetic.log",
+            "{'method': 'eagle3', 'num_speculative_tokens': 3, "
+            "'rejection_sample_method': 'synthetic', 'synthetic_acceptance_length': 3.0}",
+        ),
+    ):
+        curve = [200, 200, 0] if name == "synthetic.log" else [150, 90, 40]
+        lines = [_launch(config)] + [spec(i, 200, curve) for i in range(1, 5)]
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(path)
+    specscope.ingest(paths, store=tmp_path / "s", year=2026).raise_for_errors()
+    store = specscope.open_store(tmp_path / "s")
+    runs = {Path(r["source"]).name: r["run_id"] for r in store.runs.collect().to_dicts()}
+    c = compare(store, runs["drafter.log"], runs["synthetic.log"])
+    assert len(c.notes) == 1 and "forced by synthetic rejection sampling" in c.notes[0]
+    assert runs["synthetic.log"] in c.notes[0] and "note: run" in comparison_text(c)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from specscope.analysis.evidence import gather
+from specscope.analysis.forced import forced
 from specscope.errors import UsageError
 from specscope.schema import CONFIG_COLUMNS
 from specscope.stats import newcombe, wilson
@@ -18,6 +19,7 @@ class Comparison:
     run_b: str
     config: list[dict[str, Any]]  # the configuration values that differ
     measures: list[dict[str, Any]]  # name, a, b, difference, interval
+    notes: list[str] = field(default_factory=list)  # why a difference may not be the drafter's
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -82,11 +84,16 @@ def compare(store: Store, run_a: str, run_b: str) -> Comparison:
                 ],
             }
         )
-    return Comparison(run_a, run_b, config, measures)
+    notes = [
+        f"run {run_id}: {said[0]}; its acceptance is the setting's, not the drafter's"
+        for run_id in (run_a, run_b)
+        if (said := forced(ev.runs[run_id])) is not None
+    ]
+    return Comparison(run_a, run_b, config, measures, notes)
 
 
 def comparison_text(c: Comparison) -> str:
-    lines = [f"A = {c.run_a}   B = {c.run_b}"]
+    lines = [f"A = {c.run_a}   B = {c.run_b}", *(f"  note: {n}" for n in c.notes)]
     for item in c.config:
         lines.append(f"  {item['field']}: {item['a']} -> {item['b']}")
     lines.append(f"  {'measure':24} {'A':>10} {'B':>10} {'B - A':>10}  interval (95%)")
