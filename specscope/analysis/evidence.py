@@ -505,7 +505,7 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
         # A rate printed or stated without counts: as many verify steps as behind a printed
         # mean, and a finding on it is at most suggestive (it rests on both).
         steps = cfg["steps_per_printed_mean"] * records
-        said = (
+        whose = (
             f"counts not printed: the printed rate of {float(rate):.1%}"
             if printed is not None
             else f"counts not stated: the author's rate of {float(rate):.1%}"
@@ -516,7 +516,7 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
             float(steps),
             float(k),
             float(rate) * k * steps,
-            (f"{said} taken as {steps} verify steps", *k_said),
+            (f"{whose} taken as {steps} verify steps", *k_said),
         )
     if tau is None or not records:
         return None
