@@ -153,7 +153,7 @@ def test_uncommitted_files_of_a_killed_ingest_are_ignored_and_removed(cli, store
     assert specscope.open_store(stored).spec_decode.collect().height == 21
     assert cli("ingest", SEEDS / "002_2dcac71f91935498.txt", "--store", stored).status == 0
     assert not orphan.exists()
-    assert specscope.open_store(stored).spec_decode.collect().height == 21 + 15
+    assert specscope.open_store(stored).spec_decode.collect().height == 21 + 16
 
 
 def test_internal_errors_are_one_line(cli, monkeypatch, tmp_path):

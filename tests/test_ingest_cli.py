@@ -58,7 +58,7 @@ def test_store_reads_back_in_polars_and_duckdb(tmp_path):
     specscope.ingest([INT4, DFLASH], store=store, year=2026).raise_for_errors()
     lazy = pl.scan_parquet(f"{store}/spec_decode/**/*.parquet", hive_partitioning=True)
     frame = lazy.collect()
-    assert frame.height == 21 + 15
+    assert frame.height == 21 + 16
     assert set(frame["source_id"].unique()) == {
         s for s in specscope.open_store(store).sources.collect()["source_id"]
     }
@@ -68,7 +68,7 @@ def test_store_reads_back_in_polars_and_duckdb(tmp_path):
         f"from read_parquet('{store}/spec_decode/**/*.parquet', hive_partitioning=true) "
         "group by 1 order by 2"
     ).fetchall()
-    assert [r[1] for r in rows] == [15, 21]
+    assert [r[1] for r in rows] == [16, 21]
     assert rows[1][2:] == (3623, 19476 + 7175)
     # list columns survive the round trip
     per_pos = con.execute(
@@ -123,7 +123,7 @@ def test_gzip_and_stdin(cli, tmp_path, monkeypatch):
     gz.write_bytes(gzip.compress(DFLASH.read_bytes()))
     r = cli("ingest", gz, "--store", tmp_path / "a")
     assert r.status == 0, r.err
-    assert "found 15 spec-decode records" in r.out  # 4 of them rates stated in prose
+    assert "found 16 spec-decode records" in r.out  # 4 rates and a length stated in prose
     import io
     import sys
 

@@ -91,7 +91,9 @@ def test_a_table_of_counts_and_a_comparison_gives_both() -> None:
 
 def test_a_table_of_rates_is_still_the_comparison_it_holds() -> None:
     tables = parse_text(ARMS.format(acceptance="accept rate", mtp="35.8%")).tables
-    assert not tables.get("spec_decode")
+    (spec,) = tables["spec_decode"]  # the rate as printed, partial: no counts made up
+    assert spec["reported_rate"] == 0.358 and spec["partial"]
+    assert spec.get("accepted_tokens") is None and spec.get("draft_tokens") is None
     (bench,) = tables["bench"]
     assert bench["format"] == "stated_speedup_table" and bench["output_throughput"] == 61.0
 

@@ -467,6 +467,22 @@ def _rate(cell: str) -> float | None:
     return value if value <= 1.0 else None
 
 
+def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[str, Any] | None:
+    """A row's acceptance rate (its cell '**35.8%**', '~0.98') and mean acceptance length as
+    the author printed them, with no counts: kept as printed (``reported_rate``, as SGLang's
+    accept rate is) and partial; none is made up from the other. A row without a rate did
+    not draft (a baseline's '—'): its tokens a forward are 1, no acceptance."""
+    if rate is None or (r := _rate(_APPROX.sub("", cells[rate]))) is None:
+        return None
+    said: dict[str, Any] = {"reported_rate": r, "partial": True}
+    if length is not None and (n := _cell_number(cells[length])) is not None and n[0] >= 1:
+        said["mean_acceptance_length"] = n[0]
+    return said
+
+
+_APPROX = regex.compile(r"^\s*[~≈]\s*")
+
+
 def read_spec_table(defn: Definition, text: str) -> Reading:
     """A markdown table of spec-decode counts, one record a row (the first row's in the
     reading, the others in ``more``, each with its line's ``offset``), the row's label kept
@@ -496,6 +512,12 @@ def read_spec_table(defn: Definition, text: str) -> Reading:
     for i, cells in body:
         m = _COUNTS.fullmatch(cells[counts]) if len(cells) == len(header) else None
         if m is None:
+            said = _said_only(cells, rate, length) if len(cells) == len(header) else None
+            if said is not None:  # a rate (a length) without its counts: as printed, partial
+                reading = Reading(offset=i)
+                reading.values = said
+                reading.extra = {"row": cells[0]}
+                readings.append(reading)
             continue
         accepted, drafted = (int(m.group(g).replace(",", "")) for g in ("a", "d"))
         if accepted > drafted:
