@@ -60,26 +60,32 @@ def _snapshot(store: Path) -> dict[str, bytes | None]:
     }
 
 
-def _keys(frame: pl.DataFrame) -> list[tuple[str, int]]:
-    return list(zip(frame["source_id"].to_list(), frame["line"].to_list(), strict=True))
+# A row: its source, line and run (a line may hold two runs' records: two rates an author
+# states in one sentence, each a run of its own).
+Key = tuple[str, int, str]
+KEY = ("source_id", "line", "run_id")
 
 
-def _polars_glob(store: Path) -> list[tuple[str, int]]:
+def _keys(frame: pl.DataFrame) -> list[Key]:
+    return list(zip(*(frame[c].to_list() for c in KEY), strict=True))
+
+
+def _polars_glob(store: Path) -> list[Key]:
     frame = pl.scan_parquet(f"{store}/spec_decode/**/*.parquet", hive_partitioning=True)
-    return _keys(frame.select("source_id", "line").collect())
+    return _keys(frame.select(KEY).collect())
 
 
-def _duckdb_glob(store: Path) -> list[tuple[str, int]]:
+def _duckdb_glob(store: Path) -> list[Key]:
     with duckdb.connect() as con:
         rows = con.execute(
-            "select source_id, line from "
+            "select source_id, line, run_id from "
             f"read_parquet('{store}/spec_decode/**/*.parquet', hive_partitioning=true)"
         ).fetchall()
-    return [(s, int(n)) for s, n in rows]
+    return [(s, int(n), r) for s, n, r in rows]
 
 
-def _specscope_rows(store: Path) -> list[tuple[str, int]]:
-    return _keys(specscope.open_store(store).spec_decode.select("source_id", "line").collect())
+def _specscope_rows(store: Path) -> list[Key]:
+    return _keys(specscope.open_store(store).spec_decode.select(KEY).collect())
 
 
 def _error_line(r) -> str:
@@ -93,7 +99,7 @@ class _GlobReaders:
 
     def __init__(self, store: Path) -> None:
         self.store = store
-        self.reads: list[list[tuple[str, int]]] = []
+        self.reads: list[list[Key]] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._threads = [
@@ -568,13 +574,13 @@ def test_a_writer_at_work_blocks_nobody(cli, tmp_path, monkeypatch):
         r = cli("ingest", INT4, "--store", store)
         assert r.status == 0, r.err
         assert time.monotonic() - started < 30
-        assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}  # not the other's yet
+        assert {s for s, *_ in _specscope_rows(store)} == {"s54e95cd2ea"}  # not the other's yet
         assert [p.name for p in (store / "stage").iterdir()]  # the other's stage is kept
     finally:
         go.touch()
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert {s for s, _ in _specscope_rows(store)} == {"held", "s54e95cd2ea"}
+    assert {s for s, *_ in _specscope_rows(store)} == {"held", "s54e95cd2ea"}
     assert len(specscope.open_store(store).sources.collect()) == 1  # only the log has a row
     assert check_store(store).ok and not (store / "stage").exists()
 
@@ -593,7 +599,7 @@ def test_two_writers_of_one_source_commit_one_and_refuse_the_other(cli, tmp_path
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == ExitStatus.STORE_ERROR
     assert "another writer committed source held while this one wrote it" in err
-    assert [line for s, line in _specscope_rows(store) if s == "held"] == [7]
+    assert [line for s, line, _ in _specscope_rows(store) if s == "held"] == [7]
     assert check_store(store).ok and not (store / "stage").exists()
 
 
@@ -645,7 +651,7 @@ def test_a_hung_lock_holder_loses_the_lock_after_its_lease(cli, tmp_path, monkey
         go.touch()
         out, _ = proc.communicate(timeout=60)
     assert out.split() == ["lost"]
-    assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}
+    assert {s for s, *_ in _specscope_rows(store)} == {"s54e95cd2ea"}
 
 
 def test_a_hung_writer_loses_its_stage_after_its_lease_and_commits_nothing(cli, tmp_path):
@@ -660,7 +666,7 @@ def test_a_hung_writer_loses_its_stage_after_its_lease_and_commits_nothing(cli, 
         go.touch()
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == ExitStatus.STORE_ERROR and "lost its stage" in err
-    assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}  # nothing of the hung one
+    assert {s for s, *_ in _specscope_rows(store)} == {"s54e95cd2ea"}  # nothing of the hung one
     assert check_store(store).ok and not (store / "stage").exists()
 
 
@@ -674,7 +680,7 @@ def test_a_killed_writer_blocks_nobody(cli, tmp_path, monkeypatch):
     started = time.monotonic()
     assert cli("ingest", INT4, "--store", store).status == 0
     assert time.monotonic() - started < 10  # its pid is gone: its stage is nobody's
-    assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}
+    assert {s for s, *_ in _specscope_rows(store)} == {"s54e95cd2ea"}
     assert not (store / "stage").exists()
 
 
@@ -688,7 +694,7 @@ def test_a_killed_lock_holder_blocks_nobody(cli, tmp_path, monkeypatch):
     started = time.monotonic()
     assert cli("ingest", INT4, "--store", store).status == 0
     assert time.monotonic() - started < 10  # the kernel let go of its flock
-    assert {s for s, _ in _specscope_rows(store)} == {"s54e95cd2ea"}
+    assert {s for s, *_ in _specscope_rows(store)} == {"s54e95cd2ea"}
 
 
 def _dead_pid() -> int:
