@@ -32,6 +32,7 @@ COUNTS = ("interval", "cumulative")
 # table, pairs: an author's comparison in a block (tables.read_table, tables.read_pairs);
 # spec_table: an author's table of spec-decode counts, one record a row (tables.read_spec_table);
 # json_keys: a JSON document's keys pasted a line each (fields.read_json_keys)
+# bullets: an author's settings a bullet each, one with speculation off (bullets.read_bullets)
 PARSE_MODES = (
     "python_dict",
     "key_value",
@@ -40,6 +41,7 @@ PARSE_MODES = (
     "spec_table",
     "json_keys",
     "labelled",
+    "bullets",
     None,
 )
 
