@@ -90,9 +90,11 @@ def inspect(file: DataFile) -> Inspection:
 def _inspect(file: DataFile, size: int) -> Inspection:
     entry = file.entry
     try:
-        meta = pq.read_metadata(file.path)
-        schema = meta.schema.to_arrow_schema()
-        rows = int(meta.num_rows)
+        # Not ``read_metadata(...).schema``: pyarrow's ParquetSchema of a file of a hundred
+        # row groups costs about 2.5 MB that the process keeps (300 files: 340 MB).
+        with pq.ParquetFile(file.path) as parquet:
+            schema = parquet.schema_arrow
+            rows = int(parquet.metadata.num_rows)
     except (OSError, ValueError, pa.ArrowException) as exc:
         why = str(exc).split("\n", 1)[0] or type(exc).__name__
         return Inspection(

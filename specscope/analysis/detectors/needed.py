@@ -178,9 +178,11 @@ def gather_needed(
 
     # Only the files of the sources that hold the runs: a fleet's store has a folder per
     # server, and a scan over every file opens every file whatever its filter.
-    spec = _rows_of(files["spec_decode"], holding(need), "spec_decode", spec_all)
-    spec_rows = spec.filter(chosen).collect()
-    stats = _rows_of(files["engine_stats"], holding(need), "engine_stats", stats_all)
+    # Filtered in the scan and streamed: else every file of the sources is read whole (a
+    # source pulled 30 times: 1.2 GB where the rows kept take a fifth of it).
+    spec = _rows_of(files["spec_decode"], holding(need), "spec_decode", spec_all, chosen)
+    spec_rows = spec.collect(engine="streaming")
+    stats = _rows_of(files["engine_stats"], holding(need), "engine_stats", stats_all, chosen)
     placed = placed - need - {""}
     where = _where(
         _rows_of(files["spec_decode"], holding(placed), "spec_decode", spec_all),
@@ -189,7 +191,7 @@ def gather_needed(
     )
     ev = evidence(
         pl.concat([spec_rows, where]).rechunk(),
-        stats.filter(chosen).collect().rechunk(),
+        stats.collect(engine="streaming").rechunk(),
         runs,
         per_run,
     )
@@ -247,9 +249,11 @@ def _rows_of(
     sources: list[str],
     table: str,
     like: pl.LazyFrame,
+    only: pl.Expr | None = None,
 ) -> pl.LazyFrame:
     """The rows of the sources' files with the columns and types of ``like`` (a file
-    written before a column was added reads it as null, as ``Store.table`` does)."""
+    written before a column was added reads it as null, as ``Store.table`` does); ``only``:
+    those it keeps, filtered in the scan, before the casts (else every row is read)."""
     want = like.collect_schema()
     paths = {str(path): source for source in sources for path in files.get(source, [])}
     if not paths:
@@ -260,8 +264,10 @@ def _rows_of(
         missing_columns="insert",
         extra_columns="ignore",
         include_file_paths=_PATH,
-    ).with_columns(_source(paths))
-    return scan.select(pl.col(c).cast(t) for c, t in want.items())
+    )
+    if only is not None:
+        scan = scan.filter(only)
+    return scan.with_columns(_source(paths)).select(pl.col(c).cast(t) for c, t in want.items())
 
 
 # One scan over many files (a fleet's store has a file per server or per pull in each
