@@ -125,8 +125,19 @@ def test_partial_records_are_reported_with_line_numbers(cli, tmp_path):
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
     r = cli("ingest", path, "--store", tmp_path / "s")
     assert r.status == 0
-    assert "found 19 spec-decode records" in r.out
-    assert "skipped 2 lines" in r.out
+    # Cut after a whole value: what they printed is kept, partial, and the report says where.
+    assert "found 21 spec-decode records" in r.out
+    assert "skipped 0 lines" in r.out
+    lines = f"line {cuts[0] + 1}, {cuts[1] + 1}"
+    assert f"2 records kept with a problem (their `problems` column; {lines})" in r.out
+    assert "cut off after 'Drafted throughput'" in r.out
+    # ... and inside a value, the record is reported skipped, with what it lacks.
+    for i in cuts:
+        text[i] = text[i].split("Drafted throughput: 169")[0] + "Drafted throughput: 16"
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    r = cli("ingest", path, "--store", tmp_path / "s2")
+    assert r.status == 0
+    assert "found 19 spec-decode records" in r.out and "skipped 2 lines" in r.out
     assert f"line {cuts[0] + 1}, {cuts[1] + 1}" in r.out
     assert "'Accepted'" in r.out or "'Drafted'" in r.out
 

@@ -183,6 +183,9 @@ def read_fields(defn: Definition, body: str) -> Reading:
             values.setdefault(column, value)
     reading.cut = reading.cut or cut_off
     reading.trails = body.rstrip().endswith((",", ";", "...", "\u2026"))
+    if reading.trails and reading.dropped is None and pairs:
+        # Kept, if it is, with what it printed: the store and the ingest report say so.
+        reading.dropped = f"cut off after {pairs[-1][0]!r}"
     return reading
 
 
