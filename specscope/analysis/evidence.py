@@ -176,9 +176,10 @@ def gather(
     return ev
 
 
-# The format whose ``reported_rate`` is a share of draft tokens an author states (SGLang's
-# changed meaning between releases and comes with a mean length that is judged instead).
-STATED_RATE_FORMAT = "stated_acceptance"
+# The formats whose ``reported_rate`` is a share of draft tokens an author states, in prose
+# or as a bullet of its own (SGLang's changed meaning between releases and comes with a mean
+# length that is judged instead).
+STATED_RATE_FORMATS = ("stated_acceptance", "stated_acceptance_bullets")
 
 
 def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
@@ -196,7 +197,7 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
             pl.lit(None, pl.Float64).alias("stated_rate"),
             pl.lit(None, pl.Float64).alias("printed_rate"),
         )
-    stated = pl.col("format") == STATED_RATE_FORMAT
+    stated = pl.col("format").is_in(STATED_RATE_FORMATS)
     rates = (
         spec.filter(pl.col("run_id").is_in(silent.to_list()))
         .select(

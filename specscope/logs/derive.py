@@ -187,6 +187,9 @@ def _faster(measure: str | None, spec: float, base: float) -> bool:
     return spec < base if measure in TIMES else spec > base
 
 
+_TIME_WORD = re.compile(r"wall|time|latency|tpot|itl", re.I)
+
+
 def _says_faster(claim: str) -> bool:
     return bool(_FASTER_WORD.search(claim))
 
@@ -203,6 +206,7 @@ def stated_comparison(row: Row) -> Row:
     direction = row.pop("stated_direction", None)
     offset = row.pop("stated_offset", None)
     what, claim = row.pop("stated_what", None), row.pop("stated_claim", None)
+    ratio = _stated_number(row.pop("stated_ratio", None))
     measures = {stated_measure(u, what) for u in units}
     if not units and direction == "rate":
         measures = {"output_throughput"}  # a rate the table's change column vouches for
@@ -211,6 +215,9 @@ def stated_comparison(row: Row) -> Row:
     extra: dict[str, Any] = {"stated": quote} | ({"offset": offset} if offset else {})
     if spec is None and base is None and not units and claim and not _says_faster(claim):
         extra["claim"] = "slower"  # the author's word alone: no numbers, none made up
+        if ratio is not None:  # a multiple of the baseline's time (or rate) the author gave
+            speedup = 1.0 / ratio if what and _TIME_WORD.search(what) else ratio
+            extra["speedup"] = round(speedup, 4)
     elif len(measures) != 1 or None in measures or spec is None or base is None:
         said = ", ".join(units) or "no unit"
         row["problems"] = f"a stated comparison whose values do not compare ({said})"

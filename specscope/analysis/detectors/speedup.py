@@ -163,6 +163,13 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
 def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding:
     """The author's word that speculation is slower, with no numbers in the paste."""
     line = (row["line"] or 0) + int(said.get("offset") or 0)
+    speedup = said.get("speedup")
+    how = (
+        f", {speedup:.2f}x its speed by the ratio the author gives, with no measurement of "
+        "either side in the paste"
+        if speedup
+        else ", with no numbers in the paste to measure by how much"
+    )
     return Finding(
         kind="no_speedup",
         severity=Severity.WARNING,
@@ -171,12 +178,11 @@ def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding
         lines=(line, line),
         window=(None, None),
         explanation="The author says speculation is slower than decoding without it (line "
-        f"{line}: \u201c{said.get('stated', '')}\u201d), with no numbers in the paste to "
-        "measure by how much." + _why(ev, _spoken_of(ev, row)),
+        f"{line}: \u201c{said.get('stated', '')}\u201d){how}." + _why(ev, _spoken_of(ev, row)),
         next_step="measure both sides the same way (vllm bench serve with and without "
         "--speculative-config, same prompts and concurrency) and paste the results; "
         "keep speculation off where it does not pay",
-        measured={"stated": "slower"},
+        measured={"stated": "slower"} | ({"speedup": speedup} if speedup else {}),
         expected={"speedup above": ev.config["no_speedup"]["max_ratio"]},
         sample={"stated claim": 1},
         confidence=Confidence(
