@@ -33,6 +33,7 @@ COUNTS = ("interval", "cumulative")
 # spec_table: an author's table of spec-decode counts, one record a row (tables.read_spec_table);
 # json_keys: a JSON document's keys pasted a line each (fields.read_json_keys)
 # bullets: an author's settings a bullet each, one with speculation off (bullets.read_bullets)
+# bare_table: an author's table without outer pipes (bare.read_bare_table)
 PARSE_MODES = (
     "python_dict",
     "key_value",
@@ -42,6 +43,7 @@ PARSE_MODES = (
     "json_keys",
     "labelled",
     "bullets",
+    "bare_table",
     None,
 )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import regex
 
+from specscope.logs.bare import read_bare_table
 from specscope.logs.bullets import read_bullets
 from specscope.logs.definitions import Definition, FieldSpec
 from specscope.logs.limits import MAX_COUNT, max_k
@@ -259,6 +260,8 @@ def read_block(defn: Definition, text: str) -> Reading:
         return read_pairs(defn, text)
     if defn.parse == "bullets":
         return read_bullets(defn, text)
+    if defn.parse == "bare_table":
+        return read_bare_table(defn, text)
     if defn.parse == "spec_table":
         return read_spec_table(defn, text)
     if defn.parse == "json_keys":

@@ -165,7 +165,11 @@ class LineParser:
             cleaned = clean_line(part)
             if not cleaned.text.strip():
                 continue
-            self._feed_clean(line, cleaned.text, cleaned.year)
+            text = cleaned.text
+            if self._block is not None and self._block.defn.parse == "bare_table":
+                # A row's first cell is no service of docker compose ('receipt | 60.08 tok/s').
+                text = part
+            self._feed_clean(line, text, cleaned.year)
 
     @guarded("a JSON document")
     def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:
