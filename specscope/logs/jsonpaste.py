@@ -34,8 +34,9 @@ _FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})")
 _GOES_ON = re.compile(r'[\s"{}\[\],\d-]|true|false|null|$')
 # The first line of a document that does not start the line: an indent or a markdown quote
 # (group ``lead``) before ``{``, or before an array's ``[`` alone on its line or followed
-# by its first object (a log line's ``[date]`` is no opening).
-OPENS = re.compile(r"(?P<lead>[ \t]*(?:>[ \t]?)*[ \t]*)(?:\{|\[[ \t]*(?:\{|\r?$))")
+# by its first object (a log line's ``[date]`` is no opening). Possessive: white space
+# that two parts of the lead could each take made a line of spaces cost its length squared.
+OPENS = re.compile(r"(?P<lead>[ \t]*+(?:>[ \t]*+)*+)(?:\{|\[[ \t]*+(?:\{|\r?$))")
 _QUOTE = re.compile(r"[ \t]*>[ \t]?(?:>[ \t]?)*")
 
 
