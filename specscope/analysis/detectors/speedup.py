@@ -130,34 +130,50 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
         )
         unit = f" {said['unit']}" if said.get("unit") else ""
         out.append(
-            Finding(
-                kind="no_speedup",
-                severity=Severity.WARNING,
-                run_id=row["run_id"],
-                source=row["source"],
-                lines=(line, line),
-                window=(None, None),
-                explanation=f"The author measured speculation as no faster: {spec:g}{unit} with "
+            _stated_finding(
+                row,
+                line,
+                f"The author measured speculation as no faster: {spec:g}{unit} with "
                 f"it against {base:g}{unit} without, {ratio:.2f}x{where} (line {line}: "
                 f"\u201c{said.get('stated', '')}\u201d)."
                 + _why(ev, _spoken_of(ev, row))
-                + " This is "
-                "the author's stated comparison, not telemetry specscope counted.",
-                next_step="measure both sides the same way (vllm bench serve with and without "
-                "--speculative-config, same prompts and concurrency) and paste the results; "
-                "keep speculation off where it does not pay",
+                + " This is the author's stated comparison, not telemetry specscope counted.",
                 measured={"speedup": ratio, measure: spec},
                 expected={"speedup above": limit, f"baseline_{measure}": base},
-                sample={"stated comparison": 1},
-                confidence=Confidence(
-                    "suggestive",
-                    f"the author's stated comparison: {ratio:.2f}x",
-                    {"stated comparison": 1},
-                    [STATED],
-                ),
+                sample="stated comparison",
+                test=f"the author's stated comparison: {ratio:.2f}x",
             )
         )
     return out
+
+
+def _stated_finding(
+    row: dict[str, Any],
+    line: int,
+    explanation: str,
+    *,
+    measured: dict[str, Any],
+    expected: dict[str, Any],
+    sample: str,
+    test: str,
+) -> Finding:
+    """A no_speedup on what the author states: suggestive at most, whatever it says."""
+    return Finding(
+        kind="no_speedup",
+        severity=Severity.WARNING,
+        run_id=row["run_id"],
+        source=row["source"],
+        lines=(line, line),
+        window=(None, None),
+        explanation=explanation,
+        next_step="measure both sides the same way (vllm bench serve with and without "
+        "--speculative-config, same prompts and concurrency) and paste the results; "
+        "keep speculation off where it does not pay",
+        measured=measured,
+        expected=expected,
+        sample={sample: 1},
+        confidence=Confidence("suggestive", test, {sample: 1}, [STATED]),
+    )
 
 
 def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding:
@@ -170,27 +186,15 @@ def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding
         if speedup
         else ", with no numbers in the paste to measure by how much"
     )
-    return Finding(
-        kind="no_speedup",
-        severity=Severity.WARNING,
-        run_id=row["run_id"],
-        source=row["source"],
-        lines=(line, line),
-        window=(None, None),
-        explanation="The author says speculation is slower than decoding without it (line "
+    return _stated_finding(
+        row,
+        line,
+        "The author says speculation is slower than decoding without it (line "
         f"{line}: \u201c{said.get('stated', '')}\u201d){how}." + _why(ev, _spoken_of(ev, row)),
-        next_step="measure both sides the same way (vllm bench serve with and without "
-        "--speculative-config, same prompts and concurrency) and paste the results; "
-        "keep speculation off where it does not pay",
         measured={"stated": "slower"} | ({"speedup": speedup} if speedup else {}),
         expected={"speedup above": ev.config["no_speedup"]["max_ratio"]},
-        sample={"stated claim": 1},
-        confidence=Confidence(
-            "suggestive",
-            "the author's word, without numbers",
-            {"stated claim": 1},
-            [STATED],
-        ),
+        sample="stated claim",
+        test="the author's word, without numbers",
     )
 
 
