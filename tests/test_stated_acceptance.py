@@ -63,6 +63,13 @@ def test_a_lone_stated_rate_is_at_most_suggestive(tmp_path, text: str, kind: str
         "acceptance rate is 62% for EAGLE-3 on our chat traffic\n",
         # the reference is refused, the measurement read
         "The paper reports 5% acceptance untuned; we measured ~60% acceptance on chat.\n",
+        # a change and a paper's figure are no level of this thread's drafter (issue 16)
+        "HASS (ICLR 2025) 5% acceptance improvement over EAGLE-2; on our chat traffic we"
+        " measured 62% acceptance.\n",
+        "G1: +0.00% acceptance improvement (identical to baseline); the drafter runs at 71%"
+        " acceptance.\n",
+        "EAGLE-3 (NeurIPS'25): 3% acceptance on the long tail. Our own run of the same drafter"
+        " shows 64% acceptance.\n",
     ],
 )
 def test_a_healthy_or_unmeasured_rate_blames_nothing(tmp_path, text: str) -> None:
