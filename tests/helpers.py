@@ -87,3 +87,22 @@ def findings_of_paste(tmp_path: Path, text: str) -> list[Any]:
     store = tmp_path / "store"
     specscope.ingest([log], store=store, year=2026)
     return specscope.detect(specscope.open_store(store))
+
+
+# The head of a child process that kills itself (SIGKILL) at its Nth durable step of the
+# store (a file or folder synced, a rename; N is argv[1]); what follows it runs the
+# writer, then prints the steps taken (``seen``) when it was not killed.
+KILLED_AT_STEP = """
+import json, os, signal, sys
+from specscope.store import durable
+target, seen = int(sys.argv[1]), []
+def counted(name, step):
+    def run(*args, **kwargs):
+        seen.append(name)
+        if len(seen) == target:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return step(*args, **kwargs)
+    return run
+for name in ("sync_file", "sync_dir", "move"):
+    setattr(durable, name, counted(name, getattr(durable, name)))
+"""

@@ -26,7 +26,7 @@ from specscope.store import writing
 from specscope.store.check import check_store
 from specscope.store.compaction import compact
 from specscope.store.layout import read_manifest
-from tests.helpers import ROOT
+from tests.helpers import KILLED_AT_STEP, ROOT
 from tests.prom_servers import Misbehaving
 
 START = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -170,23 +170,14 @@ def test_a_reader_during_compaction_reads_every_row_once(scattered, tmp_path):
 
 # Kills itself (SIGKILL) at the Nth durable step (a file or folder synced, a rename), then
 # compacts; prints the steps it took when it was not killed.
-_KILLER = """
-import json, os, signal, sys
-from specscope.store import durable
-target, seen = int(sys.argv[1]), []
-def counted(name, step):
-    def run(*args, **kwargs):
-        seen.append(name)
-        if len(seen) == target:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return step(*args, **kwargs)
-    return run
-for name in ("sync_file", "sync_dir", "move"):
-    setattr(durable, name, counted(name, getattr(durable, name)))
+_KILLER = (
+    KILLED_AT_STEP
+    + """
 from specscope.store.compaction import compact
 compact(sys.argv[2])
 print(json.dumps(seen))
 """
+)
 
 
 def test_a_compactor_killed_at_any_step_leaves_the_rows_as_they_were(scattered, tmp_path):

@@ -30,7 +30,7 @@ from specscope.store import durable, locking, writing
 from specscope.store.check import check_store
 from specscope.store.reading import Store
 
-from .helpers import FIXTURES, SEEDS
+from .helpers import FIXTURES, KILLED_AT_STEP, SEEDS
 
 sys.path.insert(0, str(FIXTURES))
 import synth
@@ -131,23 +131,14 @@ class _GlobReaders:
 
 # Kills itself (SIGKILL) at the Nth durable step of the store (a file or folder synced, a
 # rename), then ingests; prints the steps it took when it was not killed.
-_KILLER = """
-import json, os, signal, sys
-from specscope.store import durable
-target, seen = int(sys.argv[1]), []
-def counted(name, step):
-    def run(*args, **kwargs):
-        seen.append(name)
-        if len(seen) == target:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return step(*args, **kwargs)
-    return run
-for name in ("sync_file", "sync_dir", "move"):
-    setattr(durable, name, counted(name, getattr(durable, name)))
+_KILLER = (
+    KILLED_AT_STEP
+    + """
 import specscope
 specscope.ingest(sys.argv[3], store=sys.argv[2], year=2026).raise_for_errors()
 print(json.dumps(seen))
 """
+)
 
 
 @pytest.fixture(scope="module")
