@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -148,23 +149,30 @@ def test_a_reader_during_compaction_reads_every_row_once(scattered, tmp_path):
             except Exception as exc:  # any error is a finding
                 errors.append(f"{type(exc).__name__}: {exc}")
 
+    def compact_store() -> None:
+        proc = subprocess.run(
+            [sys.executable, "-m", "specscope", "compact", "--store", str(store)],
+            env={**ENV, "SPECSCOPE_LOCK_LEASE_S": "0.5"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        for _ in range(2):  # compact, then (the lease run out) delete what it replaced
-            proc = subprocess.run(
-                [sys.executable, "-m", "specscope", "compact", "--store", str(store)],
-                env={**ENV, "SPECSCOPE_LOCK_LEASE_S": "0.5"},
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert proc.returncode == 0, proc.stderr
+        compact_store()
     finally:
         stop.set()
         reader.join()
     assert not errors, errors[:3]
-    assert len(seen) >= 2
+    assert len(seen) >= 2  # it read during the compaction, not only before it
+    # The lease over, a second run deletes what the first replaced. Not under a reader: one
+    # that read the manifest a lease ago is promised nothing, and a read can outlast a lease
+    # of half a second on a loaded machine (as 6a51f2d found for S3).
+    time.sleep(0.6)
+    compact_store()
     same_state(state(store), want)
 
 
