@@ -85,5 +85,39 @@ def test_compare_says_a_forced_run_measures_its_setting(tmp_path) -> None:
     store = specscope.open_store(tmp_path / "s")
     runs = {Path(r["source"]).name: r["run_id"] for r in store.runs.collect().to_dicts()}
     c = compare(store, runs["drafter.log"], runs["synthetic.log"])
-    assert len(c.notes) == 1 and "forced by synthetic rejection sampling" in c.notes[0]
+    assert len(c.notes) == 1 and "forced by synthetic acceptance" in c.notes[0]
     assert runs["synthetic.log"] in c.notes[0] and "note: run" in comparison_text(c)
+
+
+def test_what_moves_leaves_a_forced_run_out() -> None:
+    import json
+
+    import polars as pl
+
+    from specscope.analysis.factors import what_moves
+
+    sums = pl.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "accepted_tokens": [390, 600, 420],
+            "draft_tokens": [600, 600, 600],
+            "drafts": [200, 200, 200],
+            "running": [1.0, 1.0, 1.0],
+        }
+    )
+    synthetic = {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 4.0}
+    runs = {
+        "a": {"model": "m", "k": 3, "config": "{}"},
+        "b": {"model": "m", "k": 3, "config": json.dumps(synthetic)},
+        "c": {"model": "m", "k": 3, "config": "{}", "enable_prefix_caching": True},
+    }
+    runs["a"]["enable_prefix_caching"] = runs["b"]["enable_prefix_caching"] = False
+    moves = {m["factor"]: m for m in what_moves(None, runs, z=1.96, sums=sums)}
+    caching = moves["enable_prefix_caching"]
+    # b's 100% is its setting's: only a (off) and c (on) weigh, as one pair.
+    assert [g["runs"] for g in caching["groups"]] == [1, 1]
+    (pair,) = caching["matched_pairs"]
+    assert {pair["run_a"], pair["run_b"]} == {"a", "c"}
+    runs["b"]["config"] = "{}"
+    moves = {m["factor"]: m for m in what_moves(None, runs, z=1.96, sums=sums)}
+    assert [g["runs"] for g in moves["enable_prefix_caching"]["groups"]] == [2, 1]

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from specscope.analysis.findings import json_safe
+from specscope.analysis.forced import forced
 from specscope.stats import newcombe, wilson
 
 FACTORS = (
@@ -72,7 +73,8 @@ def what_moves(
         sums = factor_sums(spec)
     # In the order of the runs: the same whichever order the sums were made in.
     for row in sums.sort("run_id").to_dicts():
-        if row["draft_tokens"]:
+        # A run whose acceptance a setting forces moves with the setting, not the factors.
+        if row["draft_tokens"] and forced(runs.get(row["run_id"], {})) is None:
             per_run[row["run_id"]] = row
             loads[row["run_id"]] = _load(row["running"])
     runs = {r: {**runs.get(r, {}), "load": loads.get(r)} for r in per_run}

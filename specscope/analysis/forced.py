@@ -1,8 +1,11 @@
 """Runs whose acceptance is not the drafter's: forced by a benchmark setting (vLLM's
 ``rejection_sample_method = "synthetic"`` at a set ``synthetic_acceptance_length`` or
 ``synthetic_acceptance_rates``) or not comparable with standard rejection sampling
-(``block`` verification, the lossy ``fly``). Read from the run's configuration (the
-``speculative_config`` of its ``non-default args``, kept by ``logs.derive.vllm_config``).
+(``block`` verification, the lossy ``fly``); llama.cpp's benchmark-only
+``--spec-synthetic-acceptance-length`` / ``-rates`` (ggml-org/llama.cpp#27711) force it the
+same way. Read from the run's configuration (the ``speculative_config`` of vLLM's
+``non-default args``, kept by ``logs.derive.vllm_config``; a llama-server command line,
+``logs.derive.llamacpp_config``, under vLLM's key names).
 
 A finding on such a run that judges acceptance would judge the setting, not the drafter:
 it is set apart, and a ``forced_acceptance`` finding says why (vllm-project/tpu-inference
@@ -31,7 +34,7 @@ JUDGING = (
 )
 
 _SAID = {
-    "synthetic": "acceptance is forced by synthetic rejection sampling (a benchmark setting)",
+    "synthetic": "acceptance is forced by synthetic acceptance (a benchmark setting)",
     "block": "block verification accepts by another rule than standard rejection sampling",
     "fly": "'fly' verification is lossy: its acceptance is not standard rejection sampling's",
 }
@@ -50,6 +53,12 @@ def forced(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     if set_to:
         return _SAID["synthetic"], set_to
     return None
+
+
+def _without(run: Mapping[str, Any]) -> str:
+    if run.get("server") == "llama.cpp":
+        return "no --spec-synthetic-acceptance-length or -rates"
+    return "rejection_sample_method standard"
 
 
 def set_apart(ev: Evidence, findings: list[Finding]) -> list[Finding]:
@@ -72,7 +81,7 @@ def set_apart(ev: Evidence, findings: list[Finding]) -> list[Finding]:
                 "the drafter, and it is kept out of the verdicts on acceptance"
                 + (f" (not raised: {', '.join(withheld)})." if withheld else "."),
                 "compare it only with runs at the same setting; for the drafter's own "
-                "acceptance, run without it (rejection_sample_method standard)",
+                f"acceptance, run without it ({_without(run)})",
                 measured=dict(settings),
                 confidence=Confidence("certain", "the run's configuration says so"),
             )

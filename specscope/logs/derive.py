@@ -207,6 +207,14 @@ def stated_comparison(row: Row) -> Row:
     offset = row.pop("stated_offset", None)
     what, claim = row.pop("stated_what", None), row.pop("stated_claim", None)
     ratio = _stated_number(row.pop("stated_ratio", None))
+    # A rate given in percent: a share of the baseline's ('70% of without it') or a cut
+    # from it ('decode -22.9%', '20% slower'); either is the speculative rate's multiple.
+    share = _stated_number(row.pop("stated_share", None))
+    cut = _stated_number(row.pop("stated_cut", None))
+    if ratio is None and share is not None:
+        ratio = share / 100
+    elif ratio is None and cut is not None and cut < 100:
+        ratio = 1 - cut / 100
     measures = {stated_measure(u, what) for u in units}
     if not units and direction == "rate":
         measures = {"output_throughput"}  # a rate the table's change column vouches for
@@ -431,10 +439,32 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "stated_acceptance": stated_acceptance,
     "request_histogram": request_histogram,
 }
+def llamacpp_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
+    """A llama-server command line: its --spec-type as the method (``draft-eagle3`` is the
+    EAGLE-3 drafter), and the synthetic acceptance it forces as vLLM's keys name it, so
+    one reading of forced runs covers both engines."""
+    out: Row = {"server": "llama.cpp"}
+    for column in ("model", "draft_model"):
+        if said.get(column):
+            out[column] = str(said[column])
+    spec_type = said.get("spec_type")
+    if spec_type:
+        out["spec_method_raw"] = str(spec_type)
+        out["spec_method"] = normalise_method(str(spec_type).removeprefix("draft-"))
+    length = said.get("synthetic_acceptance_length")
+    if length is not None:
+        out["synthetic_acceptance_length"] = float(length)
+    rates = said.get("synthetic_acceptance_rates")
+    if rates is not None:
+        out["synthetic_acceptance_rates"] = [float(r) for r in str(rates).split(",")]
+    return out
+
+
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
     "vllm_config": vllm_config,
     "vllm_model_startup": vllm_model_startup,
     "sglang_config": sglang_config,
+    "llamacpp_config": llamacpp_config,
 }
 
 __all__ = [

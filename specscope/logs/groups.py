@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specscope.logs.definitions import Definition
+from specscope.logs.derive import MEANING_KEYS
 from specscope.logs.fields import convert
 from specscope.logs.results import Run
 from specscope.vocabulary import DRAFTER_KINDS, normalise_method
@@ -125,6 +126,8 @@ class SeriesRuns:
             run = Run(ordinal=len(self.runs) + 1, first_line=line, last_line=line)
             run.from_block = True  # no record of the log around it joins it
             run.update_config({"server": engine})
+            # A setting that forces acceptance holds for every series of the server.
+            run.update_config({k: v for k, v in parent.config.items() if k in MEANING_KEYS})
             method = method_of(series)
             if method in DRAFTER_KINDS:  # a drafter's name, not a series such as "responses"
                 run.update_config({"spec_method_raw": series, "spec_method": method})
