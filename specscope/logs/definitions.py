@@ -34,6 +34,7 @@ COUNTS = ("interval", "cumulative")
 # json_keys: a JSON document's keys pasted a line each (fields.read_json_keys)
 # bullets: an author's settings a bullet each, one with speculation off (bullets.read_bullets)
 # bare_table: an author's table without outer pipes (bare.read_bare_table)
+# assignments: a program's summary, 'label = value' a line (assignments.read_assignments)
 PARSE_MODES = (
     "python_dict",
     "key_value",
@@ -44,6 +45,7 @@ PARSE_MODES = (
     "labelled",
     "bullets",
     "bare_table",
+    "assignments",
     None,
 )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import regex
 
+from specscope.logs.assignments import read_assignments
 from specscope.logs.bare import read_bare_table
 from specscope.logs.bullets import read_bullets
 from specscope.logs.definitions import Definition, FieldSpec
@@ -266,6 +267,8 @@ def read_block(defn: Definition, text: str) -> Reading:
         return read_spec_table(defn, text)
     if defn.parse == "json_keys":
         return read_json_keys(defn, text)
+    if defn.parse == "assignments":
+        return read_assignments(defn, text, convert)
     reading = Reading()
     matches = list(_block_labels(defn).finditer(text))
     for i, m in enumerate(matches):
