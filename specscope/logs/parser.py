@@ -149,7 +149,9 @@ class LineParser:
             return  # a blank line changes nothing held (a record goes on after it)
         if self._labelled.wants(raw):  # watched, not taken: the line is read as it would be
             self._labelled.see(line, raw)
-        if self._pastes.wants(raw) and self._pastes.take(line, raw):
+        if self._pastes.wants(raw) and (
+            self._pastes.take(line, raw) or self._take_bare_sample(line, raw)
+        ):
             return
         if raw.startswith(("{", "[{")) and self.grammar.json_docs and self.feed_json(line, raw):
             return
@@ -166,10 +168,27 @@ class LineParser:
             if not cleaned.text.strip():
                 continue
             text = cleaned.text
+            if (
+                text.startswith(("{", "[{"))
+                and not part.startswith(("{", "[{"))
+                and self.grammar.json_docs
+                and self.feed_json(line, text)
+            ):
+                continue  # a response or iteration a runtime prefixed or a terminal coloured
             if self._block is not None and self._block.defn.parse == "bare_table":
                 # A row's first cell is no service of docker compose ('receipt | 60.08 tok/s').
                 text = part
             self._feed_clean(line, text, cleaned.year)
+
+    def _take_bare_sample(self, line: int, raw: str) -> bool:
+        """A /metrics sample behind what a container runtime or a terminal put before it
+        (``vllm-1  | vllm:spec_decode_...``, a kubectl stamp, colour): read as pasted."""
+        bare = clean_line(raw).text
+        return (
+            bare != raw.strip()
+            and not self._pastes.json.wants(bare)
+            and self._pastes.take(line, bare)
+        )
 
     @guarded("a JSON document")
     def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:
