@@ -22,6 +22,7 @@ import regex
 
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
+from specscope.logs.table_shapes import clean_cell
 from specscope.logs.tables import read_table
 
 _RULE = regex.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
@@ -48,7 +49,7 @@ def _whole(line: str, columns: int) -> list[str] | None:
         cells = parts[cut[0] : cut[1]]
         dropped = parts[: cut[0]] + (parts[cut[1] :] if cut[1] is not None else [])
         if len(cells) == columns and all(not x.strip() for x in dropped):
-            return [" ".join(c.replace("*", "").replace("`", "").split()) for c in cells]
+            return [clean_cell(c) for c in cells]
     return None
 
 

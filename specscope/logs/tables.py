@@ -14,37 +14,22 @@ import regex
 
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
+from specscope.logs.spec_tables import read_spec_table
+from specscope.logs.table_shapes import (
+    RULE,
+    agrees,
+    by_names,
+    cell_number,
+    cells_of,
+    key_of,
+    process_rates,
+    rate_of,
+    ratio_of,
+    transposed,
+)
 
-_CELL_NUMBER = regex.compile(r"[~≈]?\s*(?P<num>\d[\d\s,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z/%]*)")
 _CHANGE = regex.compile(r"(?P<sign>[-+\u2212]?)\s*(?P<num>\d+(?:\.\d+)?)\s*%")
-_RULE = regex.compile(r"^[\s|:\-]+$")
 _REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
-
-
-def _cells(line: str) -> list[str]:
-    body = line.strip().lstrip(">").strip()
-    # Bold and backticks are the author's emphasis, not part of a value.
-    cells = body.strip("|").split("|")
-    return [" ".join(c.replace("*", "").replace("`", "").split()) for c in cells]
-
-
-def _cell_number(cell: str) -> tuple[float, str] | None:
-    # A remark in parentheses after the value ('~19 tok/s (+24%)', '47.9 t/s (draft
-    # acceptance 106 / 186)') is not part of it.
-    m = _CELL_NUMBER.fullmatch(_REMARK.sub("", cell.strip()))
-    if m is None:
-        return None
-    digits = m.group("num").replace(" ", "").replace(",", "")
-    try:
-        value = float(digits)
-    except ValueError:
-        return None
-    return (value, m.group("unit")) if value > 0 else None
-
-
-def _key(defn: Definition, role: str) -> regex.Pattern[str] | None:
-    raw = defn.keys.get(role)
-    return regex.compile(raw, regex.I | regex.V0) if raw else None
 
 
 def read_table(defn: Definition, text: str) -> Reading:
@@ -52,7 +37,50 @@ def read_table(defn: Definition, text: str) -> Reading:
     (``_by_layout``), or else by a comparison the author wrote inside a cell
     (``_in_cells``). Nothing when the table is no such comparison."""
     reading = _by_layout(defn, text)
+    if not reading.values:
+        reading = _by_names(defn, text)
     return reading if reading.values else _in_cells(defn, text)
+
+
+def _by_names(defn: Definition, text: str) -> Reading:
+    """Sides paired by their names (``table_shapes.by_names``): the columns of each row of a
+    wide table, or the rows of a metric/value table, its one row. Each table of the block
+    (one after another: a header is the line above a rule) on its own; the first that
+    pairs."""
+    reading = Reading()
+    if _HTML.match(text):
+        return reading
+    lines = text.splitlines()
+    heads = [i for i in range(len(lines) - 1) if "-" in lines[i + 1] and RULE.match(lines[i + 1])]
+    for at, end in itertools.pairwise([*heads, len(lines)]):
+        reading = _names_in(defn, "\n".join([""] * at + lines[at:end]))
+        if reading.values:
+            reading.values["stated"] = lines[reading.values["stated_offset"]].strip()
+            return reading
+    return reading
+
+
+def _names_in(defn: Definition, text: str) -> Reading:
+    reading = Reading()
+    rows = _rows(text)
+    if len(rows) < 2:
+        return reading
+    items = transposed(rows)
+    if items is not None:
+        named = [(i, name, cell, "") for i, name, cell in items]
+    else:
+        header = rows[0][1]
+        named = [
+            (i, header[c], cells[c], cells[0])
+            for i, cells in rows[1:]
+            if len(cells) == len(header)
+            for c in range(1, len(cells))
+        ]
+    roles = {"spec": "speculative", "base": "baseline", "neg": "negated", "rate": "rate"}
+    values = by_names(named, {k: key_of(defn, role) for k, role in roles.items()})
+    if values:
+        reading.values = values
+    return reading
 
 
 def _by_layout(defn: Definition, text: str) -> Reading:
@@ -69,11 +97,11 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     if len(rows) < 2:
         return reading
     header, body = rows[0][1], rows[1:]
-    base_key, spec_key = _key(defn, "baseline"), _key(defn, "speculative")
-    rate_key, time_key = _key(defn, "rate"), _key(defn, "time")
-    change_key, skip_key = _key(defn, "change"), _key(defn, "not_decode")
-    negated, column_skip = _key(defn, "negated"), _key(defn, "not_decode_column")
-    accepts, depths = _key(defn, "accept_column"), _key(defn, "depth_column")
+    base_key, spec_key = key_of(defn, "baseline"), key_of(defn, "speculative")
+    rate_key, time_key = key_of(defn, "rate"), key_of(defn, "time")
+    change_key, skip_key = key_of(defn, "change"), key_of(defn, "not_decode")
+    negated, column_skip = key_of(defn, "negated"), key_of(defn, "not_decode_column")
+    accepts, depths = key_of(defn, "accept_column"), key_of(defn, "depth_column")
     if base_key is None or spec_key is None:
         return reading
 
@@ -95,6 +123,8 @@ def _by_layout(defn: Definition, text: str) -> Reading:
 
     base_cols = [c for c, h in enumerate(header) if is_base(h)]
     spec_cols = [c for c, h in enumerate(header) if spec_key.search(h) and c not in base_cols]
+    if not base_cols and len(spec_cols) == 1:
+        base_cols = _vouched_baseline(header, body, spec_cols[0], unit_of, spec_key, change_key)
     if len(base_cols) == 1:
         # A rate per user (per request, per GPU) is another measure than the baseline's
         # total ('EAGLE output tok/s/user' beside 'Baseline output tok/s'): no pair.
@@ -102,6 +132,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
         spec_cols = [c for c in spec_cols if _PER.findall(header[c].lower()) == per]
     pairs: list[dict[str, Any]] = []
     unit: str | None = None
+    rated: list[int] = []
     by_condition = len(base_cols) == 1 and bool(spec_cols)
     if by_condition:
         b = base_cols[0]
@@ -119,9 +150,9 @@ def _by_layout(defn: Definition, text: str) -> Reading:
                 if column_skip is not None and column_skip.search(cells[0]):
                     continue
                 unit = unit or u
-            base = _cell_number(cells[b])
+            base = cell_number(cells[b])
             for c in spec_cols:
-                spec = _cell_number(cells[c])
+                spec = cell_number(cells[c])
                 if base is None or spec is None:
                     continue
                 unit = unit or unit_of(base[1]) or unit_of(spec[1])
@@ -179,6 +210,9 @@ def _by_layout(defn: Definition, text: str) -> Reading:
         # A rate where the table has one beside times ('Wall (s)' before 'Tok/s'): the
         # decode speed is what is compared.
         metric.sort(key=lambda c: bool(time_key and time_key.search(unit_of(header[c]) or "")))
+        if not metric:  # no unit: the speeds of a table of processes ('prefill | decode')
+            rated = [c for c in process_rates(header, base_row, _least) if c > at]
+            metric = rated
         if not metric or (base := _measured(base_row[metric[0]], least=True)) is None:
             return reading
         unit = unit_of(header[metric[0]]) or unit_of(base[1])
@@ -193,6 +227,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
                     continue
                 said = _measured(base_of[group][m], least=True)
                 u = unit_of(header[m]) or (unit_of(said[1]) if said else None)
+                u = "" if u is None and m in rated else u
                 if said is None or u is None or bool(time_key and time_key.search(u)) != timed:
                     continue
                 spec = _measured(cells[m], least=False)
@@ -212,7 +247,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
         return reading
     direction = None
     if unit is None:
-        if not (by_condition and _changes_agree(header, body, pairs, change_key)):
+        if not (rated or (by_condition and _changes_agree(header, body, pairs, change_key))):
             return reading  # numbers without a unit or a change that says which way is faster
         direction = "rate"
     faster = (
@@ -249,9 +284,9 @@ def _rows(text: str) -> list[tuple[int, list[str]]]:
     lines = text.splitlines()
     if not _HTML.match(text):
         return [
-            (i, _cells(line))
+            (i, cells_of(line))
             for i, line in enumerate(lines)
-            if line.strip() and not _RULE.match(line)
+            if line.strip() and not RULE.match(line)
         ]
     rows: list[tuple[int, list[str]]] = []
     for i, line in enumerate(lines):
@@ -291,9 +326,9 @@ def _measured(cell: str, *, least: bool) -> tuple[float, str] | None:
     """A cell's value; a cell of runs apart by '/' ('83.3 / 80.1', a round each) stands for
     them at the end most favourable to speculation: the baseline's least, the speculative
     side's most (a slowdown read from them holds for every pair)."""
-    runs = [_cell_number(x) for x in _REMARK.sub("", cell).split("/")]
+    runs = [cell_number(x) for x in _REMARK.sub("", cell).split("/")]
     if len(runs) < 2 or any(r is None for r in runs):
-        return _cell_number(cell)
+        return cell_number(cell)
     said = [r for r in runs if r is not None]
     unit = said[-1][1]
     if any(u and u != unit for _, u in said):
@@ -302,15 +337,27 @@ def _measured(cell: str, *, least: bool) -> tuple[float, str] | None:
     return (min(values) if least else max(values)), unit
 
 
+def _least(cell: str) -> tuple[float, str] | None:
+    return _measured(cell, least=True)
+
+
 def _rate_said(cell: str) -> bool:
-    return _rate(cell) is not None
+    return rate_of(cell) is not None
 
 
 def _unit_said(label: str, unit_of: Callable[[str], str | None]) -> str | None:
-    """The unit a row's label gives in parentheses at its end ('Output token throughput
-    (tok/s)'); a label that only names a test ('tg128') gives none."""
+    """The unit a row's label gives at its end, in parentheses or not ('Output token
+    throughput (tok/s)', 'Output tok/s'); a label that only names a test ('tg128') gives
+    none."""
     m = _LABEL_UNIT.search(label)
+    if m is not None:
+        return unit_of(m.group(1))
+    m = _LABEL_END.search(label)
     return unit_of(m.group(1)) if m is not None else None
+
+
+# A unit of tokens a second after the measure's words ('Output tok/s', 'decode tokens/s').
+_LABEL_END = regex.compile(r"(?<=\w\s+)((?:tok(?:en)?s?|t)\s*/\s*s(?:ec)?)\s*$", regex.I)
 
 
 def _in_cells(defn: Definition, text: str) -> Reading:
@@ -319,8 +366,8 @@ def _in_cells(defn: Definition, text: str) -> Reading:
     cell that holds one is a condition (its row); the slowest decides. Not in a column,
     a row or a cell of prompt processing (``not_decode_column``)."""
     reading = Reading()
-    key, prefill = _key(defn, "in_cell"), _key(defn, "not_decode_column")
-    vs_column, vs_cell = _key(defn, "vs_column"), _key(defn, "vs_cell")
+    key, prefill = key_of(defn, "in_cell"), key_of(defn, "not_decode_column")
+    vs_column, vs_cell = key_of(defn, "vs_column"), key_of(defn, "vs_cell")
     if key is None:
         return reading
     lines = text.splitlines()
@@ -329,12 +376,12 @@ def _in_cells(defn: Definition, text: str) -> Reading:
     units: list[str] = []
     for i, line in enumerate(lines):
         # A block may hold tables one after another: each header is the line above a rule.
-        if i + 1 < len(lines) and "-" in lines[i + 1] and _RULE.match(lines[i + 1]):
-            header = _cells(line)
+        if i + 1 < len(lines) and "-" in lines[i + 1] and RULE.match(lines[i + 1]):
+            header = cells_of(line)
             continue
-        if not line.strip() or _RULE.match(line):
+        if not line.strip() or RULE.match(line):
             continue
-        cells = _cells(line)
+        cells = cells_of(line)
         for c, cell in enumerate(cells[1:], start=1):
             head = header[c] if c < len(header) else ""
             m = key.search(cell)
@@ -388,14 +435,14 @@ def read_pairs(defn: Definition, text: str) -> Reading:
     ``num`` and ``unit``) matches all of it. Neighbouring lines of both sides make a pair;
     the slowest pair decides, as for the conditions of a table. Nothing without a pair."""
     reading = Reading()
-    spec_key, base_key = _key(defn, "speculative_line"), _key(defn, "baseline_line")
+    spec_key, base_key = key_of(defn, "speculative_line"), key_of(defn, "baseline_line")
     if spec_key is None or base_key is None:
         return reading
     sides: list[tuple[int, str, float, str]] = []
     for i, line in enumerate(text.splitlines()):
         for side, key in (("baseline", base_key), ("speculative", spec_key)):
             m = key.fullmatch(line.strip())
-            value = _cell_number(m.group("num")) if m is not None else None
+            value = cell_number(m.group("num")) if m is not None else None
             if m is not None and value is not None:
                 sides.append((i, side, value[0], m.group("unit")))
                 break
@@ -425,6 +472,35 @@ def read_pairs(defn: Definition, text: str) -> Reading:
     return reading
 
 
+def _vouched_baseline(
+    header: list[str],
+    body: list[tuple[int, list[str]]],
+    spec: int,
+    unit_of: Callable[[str], str | None],
+    spec_key: regex.Pattern[str],
+    change_key: regex.Pattern[str] | None,
+) -> list[int]:
+    """A baseline no word names ('classic agg tok/s' beside 'B>1 MTP agg tok/s'): the one
+    other column of the speculative column's unit, when the author's speedup column gives
+    the ratio of the two in every row; else none (two GPUs, two models: no baseline)."""
+    unit = unit_of(header[spec])
+    others = [
+        c
+        for c, h in enumerate(header)
+        if c and c != spec and not spec_key.search(h) and unit and unit_of(h) == unit
+    ]
+    if len(others) != 1:
+        return []
+    pairs = [
+        {"offset": i, "speculative": s[0], "baseline": b[0]}
+        for i, cells in body
+        if len(cells) == len(header)
+        and (s := cell_number(cells[spec])) is not None
+        and (b := cell_number(cells[others[0]])) is not None
+    ]
+    return others if pairs and _changes_agree(header, body, pairs, change_key) else []
+
+
 def _changes_agree(
     header: list[str],
     body: list[tuple[int, list[str]]],
@@ -439,108 +515,16 @@ def _changes_agree(
     said = {i: cells[cols[0]] for i, cells in body if len(cells) == len(header)}
     for p in pairs:
         m = _CHANGE.search(said.get(p["offset"], ""))
-        if m is None:
-            return False
+        if m is None:  # a multiple ('0.78x'), not a change
+            r = ratio_of(said.get(p["offset"], ""))
+            if r is None or not agrees(r, p["speculative"], p["baseline"]):
+                return False
+            continue
         sign = -1.0 if m.group("sign") in ("-", "\u2212") else 1.0
         change = 100.0 * (p["speculative"] / p["baseline"] - 1.0)
         if abs(sign * float(m.group("num")) - change) > 1.0:
             return False
     return True
-
-
-# 'accepted / drafted', with the rate after it ('80/94 (85.1%)') or before it, the counts
-# in parentheses ('60.1% (83/138)', a column named for the rate).
-_COUNTS = regex.compile(
-    r"(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)(?:\s*\(\s*[\d.]+\s*%\s*\))?"
-    r"|[\d.]+\s*%\s*\(\s*(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)\s*\)"
-)
-_RATE = regex.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%?)")
-
-
-def _rate(cell: str) -> float | None:
-    """A rate as the author wrote it: a percentage or a fraction of one."""
-    m = _RATE.fullmatch(cell.strip())
-    if m is None:
-        return None
-    # (rounded as fields.convert rounds a percentage: 10.28 / 100 is not 0.1028 in binary)
-    value = round(float(m.group("num")) / (100.0 if m.group("pct") else 1.0), 12)
-    return value if value <= 1.0 else None
-
-
-def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[str, Any] | None:
-    """A row's acceptance rate (its cell '**35.8%**', '~0.98') and mean acceptance length as
-    the author printed them, with no counts: kept as printed (``reported_rate``, as SGLang's
-    accept rate is) and partial; none is made up from the other. A row without a rate did
-    not draft (a baseline's '—'): its tokens a forward are 1, no acceptance."""
-    if rate is None or (r := _rate(_APPROX.sub("", cells[rate]))) is None:
-        return None
-    said: dict[str, Any] = {"reported_rate": r, "partial": True}
-    if length is not None and (n := _cell_number(cells[length])) is not None and n[0] >= 1:
-        said["mean_acceptance_length"] = n[0]
-    return said
-
-
-_APPROX = regex.compile(r"^\s*[~≈]\s*")
-
-
-def read_spec_table(defn: Definition, text: str) -> Reading:
-    """A markdown table of spec-decode counts, one record a row (the first row's in the
-    reading, the others in ``more``, each with its line's ``offset``), the row's label kept
-    in ``extra``. Columns by the header words the definition's ``keys`` give: ``counts``
-    (cells 'accepted / drafted' tokens), ``rate`` (acceptance), ``length`` (mean acceptance
-    length), ``per_position`` (cells 'a% / b%'), ``drafts``. A row without its counts
-    (a baseline row, a dash) is no record: only counts make one."""
-    first = Reading()
-    lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
-    rows = [(i, _cells(line)) for i, line in lines if not _RULE.match(line)]
-    if len(rows) < 2:
-        return first
-    header, body = rows[0][1], rows[1:]
-
-    def column(role: str) -> int | None:
-        key = _key(defn, role)
-        found = [c for c, h in enumerate(header) if c > 0 and key is not None and key.search(h)]
-        return found[0] if found else None
-
-    counts, rate, length = column("counts"), column("rate"), column("length")
-    positions, drafts = column("per_position"), column("drafts")
-    if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
-        counts = rate
-    if counts is None:
-        return first
-    readings: list[Reading] = []
-    for i, cells in body:
-        m = _COUNTS.fullmatch(cells[counts]) if len(cells) == len(header) else None
-        if m is None:
-            said = _said_only(cells, rate, length) if len(cells) == len(header) else None
-            if said is not None:  # a rate (a length) without its counts: as printed, partial
-                reading = Reading(offset=i)
-                reading.values = said
-                reading.extra = {"row": cells[0]}
-                readings.append(reading)
-            continue
-        accepted, drafted = (int(m.group(g).replace(",", "")) for g in ("a", "d"))
-        if accepted > drafted:
-            continue  # no count of accepted out of drafted tokens
-        reading = Reading(offset=i)
-        values: dict[str, Any] = {"accepted_tokens": accepted, "draft_tokens": drafted}
-        if rate is not None and (r := _rate(cells[rate])) is not None:
-            values["acceptance_rate"] = r
-        if length is not None and (n := _cell_number(cells[length])) is not None and n[0] >= 1:
-            values["mean_acceptance_length"] = n[0]
-        if positions is not None:
-            curve = [_rate(x) for x in cells[positions].split("/")]
-            if curve and all(x is not None for x in curve):
-                values["per_position_rate"] = curve
-        if drafts is not None and (n := _cell_number(cells[drafts])) and n[0].is_integer():
-            values["drafts"] = int(n[0])
-        reading.values = values
-        reading.extra = {"row": cells[0]}
-        readings.append(reading)
-    if not readings:
-        return first
-    readings[0].more = readings[1:]
-    return readings[0]
 
 
 __all__ = ["read_pairs", "read_spec_table", "read_table"]

@@ -1,0 +1,151 @@
+"""An author's markdown table of spec-decode counts, a record a run (``read_spec_table``):
+a run a row, or, where the measures are the rows ('| accept rate | ~0.98 | ~0.10 |'), a run
+a column, and a metric/value table's one run. Columns (rows) by the roles their
+definition's ``keys`` give, never by their place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from specscope.logs.definitions import Definition
+from specscope.logs.reading import Reading
+from specscope.logs.table_shapes import RULE, cell_number, cells_of, key_of, rate_of, transposed
+
+# 'accepted / drafted', with the rate after it ('80/94 (85.1%)') or before it, the counts
+# in parentheses ('60.1% (83/138)', a column named for the rate).
+_COUNTS = regex.compile(
+    r"(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)(?:\s*\(\s*[\d.]+\s*%\s*\))?"
+    r"|[\d.]+\s*%\s*\(\s*(?P<a>\d[\d,]*)\s*/\s*(?P<d>\d[\d,]*)\s*\)"
+)
+
+
+def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[str, Any] | None:
+    """A row's acceptance rate (its cell '**35.8%**', '~0.98') and mean acceptance length as
+    the author printed them, with no counts: kept as printed (``reported_rate``, as SGLang's
+    accept rate is) and partial; none is made up from the other. A row without a rate did
+    not draft (a baseline's '—'): its tokens a forward are 1, no acceptance."""
+    if rate is None or (r := rate_of(_APPROX.sub("", cells[rate]))) is None:
+        return None
+    said: dict[str, Any] = {"reported_rate": r, "partial": True}
+    if length is not None and (n := cell_number(cells[length])) is not None and n[0] >= 1:
+        said["mean_acceptance_length"] = n[0]
+    return said
+
+
+_APPROX = regex.compile(r"^\s*[~≈]\s*")
+
+
+def read_spec_table(defn: Definition, text: str) -> Reading:
+    """A markdown table of spec-decode counts, one record a row (the first row's in the
+    reading, the others in ``more``, each with its line's ``offset``), the row's label kept
+    in ``extra``. Columns by the header words the definition's ``keys`` give: ``counts``
+    (cells 'accepted / drafted' tokens), ``rate`` (acceptance), ``length`` (mean acceptance
+    length), ``per_position`` (cells 'a% / b%'), ``drafts``. A row without its counts
+    (a baseline row, a dash) is no record: only counts make one."""
+    first = Reading()
+    lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    rows = [(i, cells_of(line)) for i, line in lines if not RULE.match(line)]
+    if len(rows) < 2:
+        return first
+    reading = _spec_rows(defn, rows[0][1], rows[1:])
+    if reading.values:
+        return reading
+    wide = _runs_as_columns(defn, rows)
+    return _spec_rows(defn, *wide) if wide is not None else reading
+
+
+_RUNS_HEAD = regex.compile(r"metrics?|measures?|stats?|statistics?|指标", regex.I)
+
+
+def _runs_as_columns(
+    defn: Definition, rows: list[tuple[int, list[str]]]
+) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """A table with measures as rows ('| accept rate | ~0.98 | ~0.10 |') and runs as
+    columns ('| Metric | Cold run | Store hit |'), or a metric/value table (one run), turned
+    to a run a row; each run's record on the line of its rate (else its length)."""
+    items = transposed(rows)
+    if items is not None:
+        runs = [(rows[0][1][1], [(i, name, cell) for i, name, cell in items])]
+    elif _RUNS_HEAD.fullmatch(rows[0][1][0].strip()) and len(rows[0][1]) > 2:
+        header = rows[0][1]
+        body = [(i, cells) for i, cells in rows[1:] if len(cells) == len(header)]
+        runs = [
+            (header[c], [(i, cells[0], cells[c]) for i, cells in body])
+            for c in range(1, len(header))
+        ]
+    else:
+        return None
+    keys = [(role, key_of(defn, role)) for role in ("rate", "length", "counts")]
+    said = {
+        role: next(n for n, (_, name, _c) in enumerate(runs[0][1]) if key.search(name))
+        for role, key in keys
+        if key is not None and any(key.search(name) for _, name, _c in runs[0][1])
+    }
+    if not said:
+        return None
+    order = [said[r] for r in ("rate", "length", "counts") if r in said]
+    names = ["run", *(runs[0][1][n][1] for n in order)]
+    at = runs[0][1][order[0]][0]
+    return names, [(at, [run, *(cells[n][2] for n in order)]) for run, cells in runs]
+
+
+def _spec_rows(
+    defn: Definition,
+    header: list[str],
+    body: list[tuple[int, list[str]]],
+) -> Reading:
+    """The records of a table of runs a row (``read_spec_table``). A mean acceptance
+    length alone makes none, in a metric/value table too ('mean accept τ | 1.438'): with
+    k unstated it would be judged on an assumed k against a paste that says it pays."""
+    first = Reading()
+
+    def column(role: str) -> int | None:
+        key = key_of(defn, role)
+        found = [c for c, h in enumerate(header) if c > 0 and key is not None and key.search(h)]
+        return found[0] if found else None
+
+    counts, rate, length = column("counts"), column("rate"), column("length")
+    positions, drafts = column("per_position"), column("drafts")
+    if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
+        counts = rate
+    if counts is None:
+        return first
+    readings: list[Reading] = []
+    for i, cells in body:
+        m = _COUNTS.fullmatch(cells[counts]) if len(cells) == len(header) else None
+        if m is None:
+            said = _said_only(cells, rate, length) if len(cells) == len(header) else None
+            if said is not None:  # a rate (a length) without its counts: as printed, partial
+                reading = Reading(offset=i)
+                reading.values = said
+                reading.extra = {"row": cells[0]}
+                readings.append(reading)
+            continue
+        accepted, drafted = (int(m.group(g).replace(",", "")) for g in ("a", "d"))
+        if accepted > drafted:
+            continue  # no count of accepted out of drafted tokens
+        reading = Reading(offset=i)
+        values: dict[str, Any] = {"accepted_tokens": accepted, "draft_tokens": drafted}
+        if rate is not None and (r := rate_of(cells[rate])) is not None:
+            values["acceptance_rate"] = r
+        if length is not None and (n := cell_number(cells[length])) is not None and n[0] >= 1:
+            values["mean_acceptance_length"] = n[0]
+        if positions is not None:
+            curve = [rate_of(x) for x in cells[positions].split("/")]
+            if curve and all(x is not None for x in curve):
+                values["per_position_rate"] = curve
+        if drafts is not None and (n := cell_number(cells[drafts])) and n[0].is_integer():
+            values["drafts"] = int(n[0])
+        reading.values = values
+        reading.extra = {"row": cells[0]}
+        readings.append(reading)
+    if not readings:
+        return first
+    readings[0].more = readings[1:]
+    return readings[0]
+
+
+__all__ = ["read_spec_table"]

@@ -1,0 +1,250 @@
+"""The shapes of an author's table that ``tables`` and ``bare`` read alike: a cell as the
+author meant it (``clean_cell``: emphasis and marks are no part of a value; ``cell_number``;
+``ratio_of``: '0.78x', '0.957×', '-22.9%' said of speculation over its baseline); a table of
+metric names and values (``transposed``: '| **DSpark vs AR** | **0.957×** |'), read as the
+one row of a wide table; and sides paired by name (``by_names``): a column or a row naming
+speculation beside one naming its baseline with the same words otherwise ('PR DSpark tok/s'
+and 'PR AR tok/s (floor)').
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from specscope.logs.definitions import Definition
+
+# Emphasis ('**45.36**', '__x__', '`x`') and the marks authors put beside a value ('43*' a
+# footnote, '†', '✓', '↓') say how to read it, not what it is. '~' and '≈' are kept: a value
+# read from them is approximate (spec_tables drops them where that matters).
+_EMPHASIS = regex.compile(r"\*+|`+|(?<![^\W_])__|__(?![^\W_])|[†‡✓✔✗✘↓↑⬇⬆▼▲❌✅⚠️]")
+
+
+def clean_cell(cell: str) -> str:
+    return " ".join(_EMPHASIS.sub("", cell).split())
+
+
+def cells_of(line: str) -> list[str]:
+    """A piped table line's cells, as the author meant them (``clean_cell``)."""
+    body = line.strip().lstrip(">").strip()
+    return [clean_cell(c) for c in body.strip("|").split("|")]
+
+
+RULE = regex.compile(r"^[\s|:\-]+$")
+
+
+def key_of(defn: Definition, role: str) -> regex.Pattern[str] | None:
+    """The regex a definition's ``keys`` give a role, if it gives one."""
+    raw = defn.keys.get(role)
+    return regex.compile(raw, regex.I | regex.V0) if raw else None
+
+
+_RATE = regex.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%?)")
+
+
+def rate_of(cell: str) -> float | None:
+    """A rate as the author wrote it: a percentage or a fraction of one."""
+    m = _RATE.fullmatch(cell.strip())
+    if m is None:
+        return None
+    # (rounded as fields.convert rounds a percentage: 10.28 / 100 is not 0.1028 in binary)
+    value = round(float(m.group("num")) / (100.0 if m.group("pct") else 1.0), 12)
+    return value if value <= 1.0 else None
+
+
+_CELL_NUMBER = regex.compile(r"[~≈]?\s*(?P<num>\d[\d\s,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z/%]*)")
+_REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
+# A value with its spread ('19.27 ± 0.04'): the value is the mean the author gives.
+_SPREAD = regex.compile(r"\s*(?:±|\+/-|\+-)\s*\d+(?:\.\d+)?(?=\s*[A-Za-z/%]*\s*$)")
+
+
+def cell_number(cell: str) -> tuple[float, str] | None:
+    """A cell's value and unit ('~19 tok/s'); a remark in parentheses after it ('~19 tok/s
+    (+24%)', '47.9 t/s (draft acceptance 106 / 186)') and a spread are no part of it."""
+    m = _CELL_NUMBER.fullmatch(_SPREAD.sub("", _REMARK.sub("", cell.strip())))
+    if m is None:
+        return None
+    try:
+        value = float(m.group("num").replace(" ", "").replace(",", ""))
+    except ValueError:
+        return None
+    return (value, m.group("unit")) if value > 0 else None
+
+
+# A ratio at the start of a cell, the rest the author's words ('0.957× — above 1.0 means
+# speculation finally pays', '1.053× (+5.3%)'), or a signed change ('-22.9%', '+36.9 %'; a
+# minus sign or a dash too).
+_RATIO = regex.compile(r"[~≈]?\s*(?P<x>\d+(?:\.\d+)?)\s*[x×](?![\w/])")
+_CHANGE = regex.compile(r"(?P<sign>[-+\u2212\u2013])\s*(?P<p>\d+(?:\.\d+)?)\s*%")
+
+
+def ratio_of(cell: str) -> float | None:
+    """The speed with speculation over its baseline's that a cell states: a multiple
+    ('0.78x') or a signed change ('-22.9%'); None for anything else."""
+    text = cell.strip()
+    m = _RATIO.match(text)
+    if m is not None:
+        return float(m.group("x")) or None
+    c = _CHANGE.match(text)
+    if c is None:
+        return None
+    sign = 1.0 if c.group("sign") == "+" else -1.0
+    return 1.0 + sign * float(c.group("p")) / 100.0
+
+
+def agrees(said: float, spec: float, base: float) -> bool:
+    """Does the ratio the author wrote give these two sides (within its rounding)?"""
+    return base > 0 and abs(said - spec / base) <= 0.011 * max(1.0, said)
+
+
+_METRIC_HEAD = regex.compile(
+    r"metrics?|measures?|items?|keys?|stats?|statistics?|名称|指标", regex.I
+)
+_VALUE_HEAD = regex.compile(r"values?|results?|numbers?|measured|数值|结果", regex.I)
+
+
+def transposed(rows: list[tuple[int, list[str]]]) -> list[tuple[int, str, str]] | None:
+    """A metric/value table (two columns, a metric a row: '| metric | value |') as its items
+    (line, metric, value), read as the one row of a wide table; None for another table."""
+    if len(rows) < 3 or len(rows[0][1]) != 2:
+        return None
+    head, value = rows[0][1]
+    if not (_METRIC_HEAD.fullmatch(head.strip()) and _VALUE_HEAD.fullmatch(value.strip())):
+        return None
+    return [(i, cells[0], cells[1]) for i, cells in rows[1:] if len(cells) == 2]
+
+
+_VS = regex.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus|over|against|/)\s+(?P<b>.+)$", regex.I)
+_WORDS = regex.compile(r"[^\W_]+")
+
+
+def by_names(
+    items: list[tuple[int, str, str, str]],
+    keys: dict[str, regex.Pattern[str] | None],
+) -> dict[str, Any] | None:
+    """Sides paired by name: among items (line, name, cell, row), a name of speculation
+    (``speculative``) and one of its baseline (``baseline``, or speculation ``negated``)
+    whose other words are the same ('PR DSpark tok/s', 'PR AR tok/s (floor)'), both cells
+    rates (``rate``, in the name or the cell), in the same row. A ratio the author states
+    between them ('DSpark vs AR | 0.957×') must agree with a pair; without a pair, a ratio
+    under 1 is the author's claim of a slowdown. None when nothing pairs."""
+    spec_key, base_key, negated, rate = (keys.get(k) for k in ("spec", "base", "neg", "rate"))
+    if spec_key is None or base_key is None or rate is None:
+        return None
+
+    def is_base(name: str) -> bool:
+        if not base_key.search(name):
+            return False
+        return not spec_key.search(name) or bool(negated is not None and negated.search(name))
+
+    def rest(name: str) -> list[str]:
+        bare = _REMARK.sub("", name)
+        for key in (negated, base_key, spec_key):
+            bare = key.sub(" ", bare) if key is not None else bare
+        return sorted(_WORDS.findall(bare.lower()))
+
+    sides = [x for x in items if not _VS.match(x[1])]
+    bases = [x for x in sides if is_base(x[1])]
+    specs = [x for x in sides if spec_key.search(x[1]) and not is_base(x[1])]
+    pairs: list[dict[str, Any]] = []
+    for b in bases:
+        same = [s for s in specs if s[3] == b[3] and rest(s[1]) == rest(b[1])]
+        base, spec = cell_number(b[2]), cell_number(same[0][2]) if len(same) == 1 else None
+        if base is None or spec is None:
+            continue
+        if not any(rate.search(u) for u in (b[1], same[0][1], base[1], spec[1])):
+            continue
+        s = same[0]
+        pairs.append(
+            {
+                "offset": s[0],
+                "row": s[3] or s[1],
+                "column": s[1],
+                "speculative": spec[0],
+                "baseline": base[0],
+            }
+        )
+    said = []
+    for line, name, cell, _ in items:
+        m = _VS.match(name)
+        r = ratio_of(cell)
+        if m and r and spec_key.search(m["a"]) and is_base(m["b"]) and not is_base(m["a"]):
+            said.append((line, name, cell, r))
+    if said:
+        # The pairs the author's own ratio is of (a PR's against its baseline, not main's);
+        # none: the ratio is of other sides than these.
+        agreed = [
+            p for p in pairs if any(agrees(x[3], p["speculative"], p["baseline"]) for x in said)
+        ]
+        if pairs and not agreed:
+            return None
+        pairs = agreed
+    if pairs:
+        decide = min(pairs, key=lambda p: p["speculative"] / p["baseline"])
+        return {
+            "stated_offset": decide["offset"],
+            "stated_spec": decide["speculative"],
+            "stated_base": decide["baseline"],
+            "stated_unit": _unit(decide, items, rate),
+            "stated_rows": pairs,
+        }
+    slower = [x for x in said if x[3] < 0.95]
+    if len(said) != 1 or not slower:
+        return None
+    line, name, cell, r = slower[0]
+    return {"stated_offset": line, "stated_claim": cell, "stated_ratio": r, "stated_what": name}
+
+
+def _unit(
+    pair: dict[str, Any], items: list[tuple[int, str, str, str]], rate: regex.Pattern[str]
+) -> str | None:
+    for _, name, cell, _ in items:
+        if name == pair["column"]:
+            for text in (name, n[1] if (n := cell_number(cell)) else ""):
+                if (m := rate.search(text)) is not None:
+                    return m.group(0)
+    return None
+
+
+# A column named by a process of generation and no unit ('| config | prefill | decode |'),
+# beside one of the prompt's processing: both are speeds, as engines print them ('prefill:
+# 771 t/s, decode: 19 t/s'), when the prompt's is the faster (many tokens a forward); a table
+# of times would give decode the longer time for fewer tokens, and is not read so.
+_DECODE_HEAD = regex.compile(r"(?:decode|decoding|generation|gen|tg|eval)(?:\s+speed)?", regex.I)
+_PREFILL_HEAD = regex.compile(
+    r"(?:prefill|pp|prompt(?:\s+(?:processing|eval))?)(?:\s+speed)?", regex.I
+)
+
+
+def process_rates(
+    header: list[str], base_row: list[str], measured: Callable[[str], tuple[float, str] | None]
+) -> list[int]:
+    """The columns of decode speed a unitless table of processes holds (see above)."""
+    prefill = [c for c, h in enumerate(header) if _PREFILL_HEAD.fullmatch(h.strip())]
+    decode = [c for c, h in enumerate(header) if _DECODE_HEAD.fullmatch(h.strip())]
+    if len(prefill) != 1 or not decode or len(base_row) != len(header):
+        return []
+    p = measured(base_row[prefill[0]])
+    out = []
+    for c in decode:
+        d = measured(base_row[c])
+        if p is not None and d is not None and not p[1] and not d[1] and p[0] > d[0]:
+            out.append(c)
+    return out
+
+
+__all__ = [
+    "RULE",
+    "agrees",
+    "by_names",
+    "cell_number",
+    "cells_of",
+    "clean_cell",
+    "key_of",
+    "process_rates",
+    "rate_of",
+    "ratio_of",
+    "transposed",
+]
