@@ -32,6 +32,7 @@ from specscope.logs.reading import Reading
 from specscope.logs.records import Records
 from specscope.logs.results import ParseResult, Row, Run, Skip
 from specscope.logs.runbook import RunBook
+from specscope.logs.table_shapes import is_caption
 from specscope.logs.wrapped import Block, Breaks, Origin, Pending, Piece, line_at
 
 _HOLD_MAX = 4096  # a held line longer than this is fed as it is
@@ -216,6 +217,15 @@ class LineParser:
         next line shows whether the two are one line wrapped (a narrow terminal)."""
         if self._block is not None:
             start = self.grammar.block_start(text)
+            held = self._block
+            if start is not None and len(held.lines) == 1 and is_caption(held.lines[0]):
+                # A heading that gives the table under it its unit ('### Decode tok/s'):
+                # the table's block, opened by its header as usual, holds it too.
+                others = list(self.grammar.block_starts(text))[1:]
+                self._block = Block(start[0], text[start[1].start() :], line, start[1], others)
+                self._block.lines[:0] = [held.lines[0], *[""] * (line - held.line - 1)]
+                self._block.line = held.line
+                return
             if (start is None or not self._block.repeats(text)) and self._block.take(text, line):
                 if self._block.ended:
                     self._finish_block()

@@ -12,7 +12,15 @@ import regex
 
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
-from specscope.logs.table_shapes import RULE, cell_number, cells_of, key_of, rate_of, transposed
+from specscope.logs.table_shapes import (
+    RULE,
+    caption_unit,
+    cell_number,
+    cells_of,
+    key_of,
+    rate_of,
+    transposed,
+)
 
 # 'accepted / drafted', with the rate after it ('80/94 (85.1%)') or before it, the counts
 # in parentheses ('60.1% (83/138)', a column named for the rate).
@@ -46,6 +54,7 @@ def read_spec_table(defn: Definition, text: str) -> Reading:
     length), ``per_position`` (cells 'a% / b%'), ``drafts``. A row without its counts
     (a baseline row, a dash) is no record: only counts make one."""
     first = Reading()
+    text = caption_unit(text)[1]
     lines = [(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     rows = [(i, cells_of(line)) for i, line in lines if not RULE.match(line)]
     if len(rows) < 2:

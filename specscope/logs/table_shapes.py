@@ -54,6 +54,27 @@ def rate_of(cell: str) -> float | None:
     return value if value <= 1.0 else None
 
 
+# A markdown heading that names a rate of tokens and holds no measurement ('### Decode tok/s
+# (median of 3 runs)'): the unit of the table under it.
+_CAPTION = regex.compile(
+    r"\s*#{1,6}\s+(?![^\n]*\d\s*(?:%|x\b|×|tok|t/s|tps))[^\n|]*?"
+    r"(?P<unit>tok(?:en)?s?\s*/\s*s(?:ec)?|\bt/s|\btps)\b[^\n|]*",
+    regex.I,
+)
+
+
+def is_caption(line: str) -> bool:
+    return _CAPTION.fullmatch(line) is not None
+
+
+def caption_unit(text: str) -> tuple[str | None, str]:
+    """A block's caption's unit and the block with the caption's line left blank (its
+    lines keep their offsets); no caption: None and the block as it is."""
+    first, _, rest = text.partition("\n")
+    m = _CAPTION.fullmatch(first)
+    return (m.group("unit"), "\n" + rest) if m is not None else (None, text)
+
+
 _CELL_NUMBER = regex.compile(r"[~≈]?\s*(?P<num>\d[\d\s,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z/%]*)")
 _REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
 # A value with its spread ('19.27 ± 0.04'): the value is the mean the author gives.
@@ -239,9 +260,11 @@ __all__ = [
     "RULE",
     "agrees",
     "by_names",
+    "caption_unit",
     "cell_number",
     "cells_of",
     "clean_cell",
+    "is_caption",
     "key_of",
     "process_rates",
     "rate_of",

@@ -1,7 +1,9 @@
 """Markdown tables and lines an author made: a comparison of speculation on and off
-(``read_table``, ``read_pairs``) and the spec-decode counts of each row (``read_spec_table``),
-read by the roles their definition's ``keys`` give to the cells (regexes over the header
-and the row labels), never by the position of a column.
+(``read_table``, ``read_pairs``) and the spec-decode counts of each row (``read_spec_table``,
+in ``spec_tables``), read by the roles their definition's ``keys`` give to the cells (regexes
+over the header and the row labels), never by the position of a column. The shapes authors
+vary (emphasis in cells, a metric/value table, sides paired by name, a heading's unit) are
+``table_shapes``'.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from specscope.logs.table_shapes import (
     RULE,
     agrees,
     by_names,
+    caption_unit,
     cell_number,
     cells_of,
     key_of,
@@ -36,7 +39,8 @@ def read_table(defn: Definition, text: str) -> Reading:
     """A markdown table that compares speculation on and off: by its columns and rows
     (``_by_layout``), or else by a comparison the author wrote inside a cell
     (``_in_cells``). Nothing when the table is no such comparison."""
-    reading = _by_layout(defn, text)
+    caption, text = caption_unit(text)  # a heading above the table that gives its unit
+    reading = _by_layout(defn, text, caption)
     if not reading.values:
         reading = _by_names(defn, text)
     return reading if reading.values else _in_cells(defn, text)
@@ -83,7 +87,7 @@ def _names_in(defn: Definition, text: str) -> Reading:
     return reading
 
 
-def _by_layout(defn: Definition, text: str) -> Reading:
+def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Reading:
     """A markdown table that compares speculation on and off, read by the roles its
     definition's ``keys`` give (regexes): a ``baseline`` column beside ``speculative``
     columns, each row a condition (context, concurrency); or a column of a ``rate`` (or
@@ -246,6 +250,7 @@ def _by_layout(defn: Definition, text: str) -> Reading:
     if not pairs:
         return reading
     direction = None
+    unit = unit or (caption if by_condition else None)
     if unit is None:
         if not (rated or (by_condition and _changes_agree(header, body, pairs, change_key))):
             return reading  # numbers without a unit or a change that says which way is faster
