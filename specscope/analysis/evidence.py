@@ -177,9 +177,14 @@ def gather(
 
 
 # The formats whose ``reported_rate`` is a share of draft tokens an author states, in prose,
-# as a bullet of its own or in a table's cell without counts (SGLang's changed meaning between
-# releases and comes with a mean length that is judged instead).
-STATED_RATE_FORMATS = ("stated_acceptance", "stated_acceptance_bullets", "spec_decode_table")
+# as a bullet of its own, under a heading or in a table's cell without counts (SGLang's
+# changed meaning between releases and comes with a mean length that is judged instead).
+STATED_RATE_FORMATS = (
+    "stated_acceptance",
+    "stated_acceptance_bullets",
+    "stated_acceptance_heading",
+    "spec_decode_table",
+)
 
 
 def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:

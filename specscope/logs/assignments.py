@@ -13,6 +13,10 @@ value (groups ``label`` and ``value``); the definition's ``pattern``, a measure 
 groups are named after the columns they fill (``x_`` ones go to ``extra``). A known label
 fills its field's column; another one is kept in ``extra`` as printed, so that a fork's
 added lines change nothing. Nothing is computed here: the counts are the program's.
+
+A block may have the pattern alone: an author's heading that names acceptance and the
+value opening the paragraph under it (parsers/stated_acceptance_heading.toml), whose
+groups are the stated words the definition's derivation reads.
 """
 
 from __future__ import annotations
