@@ -207,6 +207,14 @@ def spec_row(totals: Totals, max_k: int) -> tuple[dict[str, Any] | None, str]:
         if setup:
             row["extra"] = setup
         return row, ""
+    if drafts is None and tokens is None and accepted is not None and not accepted_at:
+        # The accepted counter pasted alone: kept as printed, partial. Of drafts nobody
+        # counted it gives no rate and no k, and 0 of them is no 0%: a server that never
+        # drafted prints 0 too.
+        row = {"accepted_tokens": _count(accepted), "partial": True}
+        if setup := _setup(gauges):
+            row["extra"] = setup
+        return row, ""
     if not any(counted) and not any(accepted_at.values()):
         return None, _never_ran(totals)
     if accepted is None:

@@ -520,10 +520,15 @@ def test_blank_runs_and_long_lines_read_the_same_in_bulk(tmp_path, block_bytes):
     long = [n for n, line in enumerate(lines, 1) if len(line) > max_line_bytes()]
     result = parse_text("\n".join(lines))
     assert [s.line for s in result.skipped if "line limit" in s.reason] == long
-    # The wrapped record's head, cut after a whole value, is kept (partial, noted), and its
-    # rest, which opens with the counts' labels, is read as a fragment: 5 rows, 4 counted.
-    assert len(long) == 2 and len(result.tables["spec_decode"]) == 5
-    assert sum(r.get("draft_tokens") is not None for r in result.tables["spec_decode"]) == 4
+    # The wrapped record's head and its rest, which opens with the counts' labels, are one
+    # record however many blank lines part them: 4 rows, each whole and counted.
+    rows = result.tables["spec_decode"]
+    assert len(long) == 2 and len(rows) == 4
+    assert all(r.get("draft_tokens") is not None and not r.get("partial") for r in rows)
+    assert [(r["line"], r["end_line"]) for r in rows][1] == (
+        lines.index(record[:half]) + 1,
+        lines.index(record[half:]) + 1,
+    )
 
 
 def test_records_the_line_parser_refuses_or_flags_read_the_same_in_bulk(tmp_path):

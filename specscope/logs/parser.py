@@ -12,6 +12,8 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 
+import regex
+
 from specscope.logs.checks import guarded
 from specscope.logs.clean import clean_line
 from specscope.logs.config_events import ConfigsAndEvents
@@ -19,6 +21,7 @@ from specscope.logs.definitions import Definition, load_definitions
 from specscope.logs.fields import read_json, unreadable
 from specscope.logs.grammar import Envelope, Grammar, envelope_of
 from specscope.logs.groups import holding, typed_groups
+from specscope.logs.jsonpaste import OPENS
 from specscope.logs.labelled import LabelledResults
 from specscope.logs.limits import (
     MAX_JSON_DOC_BYTES,
@@ -171,7 +174,7 @@ class LineParser:
             text = cleaned.text
             if (
                 text.startswith(("{", "[{"))
-                and not part.startswith(("{", "[{"))
+                and not OPENS.match(part)  # the JSON watch reads a quoted or indented one
                 and self.grammar.json_docs
                 and self.feed_json(line, text)
             ):
@@ -201,14 +204,21 @@ class LineParser:
         taken = False
         for doc in obj if isinstance(obj, list) else [obj]:  # TensorRT-LLM's /metrics: a list
             ds = self.grammar.json_docs if isinstance(doc, dict) else ()
-            hit = next(((d, f) for d in ds if (f := holding(doc, d.match_keys)) is not None), None)
-            if hit is not None:
+            # A whole record's definition first; one that keeps a part of it (a mean
+            # without counts) only where the whole one finds its counts missing.
+            hits = [(d, f) for d in ds if (f := holding(doc, d.match_keys)) is not None]
+            hits.sort(key=lambda hit: hit[0].fragment)
+            if hits:
                 self._finish_pending()
                 self._finish_block()
                 origin = Origin(line, end_line or line, None)
-                reason = self.records.keep(hit[0], origin, read_json(*hit), {})
-                if reason:
-                    self.skipped.append(Skip(line, reason, text[:300]))
+                reasons = [self.records.keep(d, origin, read_json(d, f), {}) for d, f in hits[:1]]
+                for d, f in hits[1:]:
+                    if reasons[-1] is None:
+                        break
+                    reasons.append(self.records.keep(d, origin, read_json(d, f), {}))
+                if reasons[-1]:
+                    self.skipped.append(Skip(line, reasons[0] or reasons[-1], text[:300]))
                 taken = True
         return taken
 
@@ -216,7 +226,7 @@ class LineParser:
         """Hold a line that ends inside a log header or a record's opening words until the
         next line shows whether the two are one line wrapped (a narrow terminal)."""
         if self._block is not None:
-            start = self.grammar.block_start(text)
+            start = self._block_start(text)
             held = self._block
             if start is not None and len(held.lines) == 1 and is_caption(held.lines[0]):
                 # A heading that gives the table under it its unit ('### Decode tok/s'):
@@ -231,7 +241,7 @@ class LineParser:
                     self._finish_block()
                 return
             self._finish_block()
-        start = self.grammar.block_start(text)
+        start = self._block_start(text)
         if self._held is not None:
             held_line, held_text, held_year, breaks = self._held
             self._held = None
@@ -255,6 +265,12 @@ class LineParser:
             self._held = (line, text, year, ((0, line),))
             return
         self._feed_part(line, text, year)
+
+    def _block_start(self, text: str) -> tuple[Definition, regex.Match[str]] | None:
+        start = self.grammar.block_start(text)
+        if start is not None and start[0].parse == "json_keys" and self._pastes.json.lines:
+            return None  # a key of a document the JSON watch holds is the document's
+        return start
 
     def _pieces(self, text: str, year: int | None) -> Iterator[Piece]:
         envs = self.grammar.envelopes_in(text)

@@ -58,6 +58,9 @@ class Pending:
         self.env = piece.env
         self.line = line
         self.end_line = line
+        # Lines taken after the first: blank lines between a head and its rest (a paste
+        # double-spaced, a run of them cut out in bulk) are no part of a record's length.
+        self.taken = 0
         self.in_prose = False  # the record starts after other text on its line
         # Readings by body: each line offered reads the record held as it is (its quality
         # before, its labels) and as it would be, and the text taken is the next line's
@@ -125,7 +128,7 @@ class Pending:
         """Append ``text`` (the next physical line) when it reads as the rest of this record:
         more of its list, or more of its fields (or fields made whole), and no new problem."""
         d = self.anchor.definitions[0]
-        if self.end_line - self.line + 1 >= MAX_WRAPPED_LINES or self.closed():
+        if self.taken + 1 >= MAX_WRAPPED_LINES or self.closed():
             return False
         if len(self.text) + len(text) > max_line_bytes():
             return False
@@ -137,6 +140,7 @@ class Pending:
         if stripped == ",":  # the separator before a field that comes next
             self.text = self.text.rstrip() + ", "
             self.end_line = line
+            self.taken += 1
             self._forget_but(self.text)
             return True
         base = self.text.rstrip()
@@ -153,6 +157,7 @@ class Pending:
             self._forget_but(self.text)
             return False
         self.text = joined
+        self.taken += line != self.end_line
         self.end_line = line
         self._forget_but(joined)
         return True
