@@ -110,3 +110,12 @@ def test_a_second_command_after_records_is_another_run(tmp_path) -> None:
     forced = {f.run_id for f in found if f.kind == "forced_acceptance"}
     runs = specscope.open_store(tmp_path / "s").runs.collect()
     assert 0 < len(forced) < runs.height
+
+
+def test_a_wrapped_line_of_another_engine_s_command_is_not_llamacpp() -> None:
+    config = _config(
+        "vllm serve \\\n"
+        "    --model Qwen/Qwen3-8B \\\n"
+        "    --speculative-config '{\"num_speculative_tokens\": 3}'\n"
+    )
+    assert config.get("server") != "llama.cpp" and "model" not in config
