@@ -40,6 +40,7 @@ def _log(command: str | None, accepted: int, generated: int = 300, requests: int
 
 
 def _findings(tmp_path: Path, text: str) -> list:
+    tmp_path.mkdir(exist_ok=True)
     log = tmp_path / "server.log"
     log.write_text(text, encoding="utf-8")
     specscope.ingest(log, store=tmp_path / "s", year=2026).raise_for_errors()
@@ -119,3 +120,16 @@ def test_a_wrapped_line_of_another_engine_s_command_is_not_llamacpp() -> None:
         "    --speculative-config '{\"num_speculative_tokens\": 3}'\n"
     )
     assert config.get("server") != "llama.cpp" and "model" not in config
+
+
+def test_a_forced_run_is_held_to_no_reference(tmp_path) -> None:
+    # 30% at the first position is low against what EAGLE-3 reaches there (the reference
+    # table, specscope/data/reference.toml), and says nothing at a forced setting.
+    plain = _findings(tmp_path / "plain", _log(COMMAND, accepted=30))
+    low = [f for f in plain if f.kind == "low_acceptance"]
+    assert low and all("Source:" in f.explanation for f in low)
+    flag = "--spec-synthetic-acceptance-length 1.3"
+    forced = _findings(tmp_path / "forced", _log(f"{COMMAND} {flag}", accepted=30))
+    assert "low_acceptance" not in {f.kind for f in forced}
+    said = [f.explanation for f in forced if f.kind == "forced_acceptance"]
+    assert said and all("not raised: low_acceptance" in s for s in said)
