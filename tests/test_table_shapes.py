@@ -140,3 +140,35 @@ def test_ratios_and_spreads_as_a_reader_reads_them() -> None:
     assert ratio_of("+5.3%") == pytest.approx(1.053)
     assert ratio_of("22.9%") is None and ratio_of("x2") is None
     assert cell_number("41.2 ± 0.3 tok/s") == (41.2, "tok/s")
+
+
+def _speedups(head: str, ratios: list[str]) -> str:
+    rows = "\n".join(f"| {b} | {r} |" for b, r in zip((1, 32, 128), ratios, strict=True))
+    return f"| Batch size | {head} |\n|:--|:--|\n{rows}\n"
+
+
+@pytest.mark.parametrize("head", ["EAGLE-3 speedup", "Speedup (MTP)", "MTP speedup vs baseline"])
+@pytest.mark.parametrize("ratios", [["**1.8×**", "1.1×", "0.82× ↓"], ["1.8x", "1.1x", "0.82"]])
+def test_a_column_of_speedups_alone_claims_its_slowest(head, ratios) -> None:
+    (row,) = _bench(_speedups(head, ratios))
+    said = json.loads(row["extra"])
+    assert (said["claim"], said["speedup"], row["line"] + said["offset"]) == ("slower", 0.82, 5)
+
+
+@pytest.mark.parametrize(
+    "head", ["EAGLE-3 speedup vs main", "speedup", "H100 speedup", "EAGLE-3 speedup over v0.9"]
+)
+def test_speedups_of_no_speculation_or_against_another_reference_claim_nothing(head) -> None:
+    assert _bench(_speedups(head, ["1.8x", "1.1x", "0.82x"])) == []
+    assert _bench(_speedups("EAGLE-3 speedup", ["1.8x", "1.1x", "0.97x"])) == []  # all pay
+
+
+def test_rows_of_processes_under_the_sides_compare_the_decode_row() -> None:
+    text = """| Metric | without MTP | with MTP |
+|---|---:|---:|
+| prefill | {p0} | {p1} |
+| decode | {d0} | {d1} |
+"""
+    (row,) = _bench(text.format(p0=771.2, p1=851.9, d0="19.27 / 19.30", d1="14.88 ± 0.1"))
+    assert (row["output_throughput"], json.loads(row["extra"])["baseline"]) == (14.88, 19.27)
+    assert _bench(text.format(p0=1.9, p1=2.1, d0=6.8, d1=4.4)) == []

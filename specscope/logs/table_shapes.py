@@ -229,6 +229,55 @@ def _unit(
     return None
 
 
+# A column of the speedup alone ('| Config | Speedup |', 'MTP speedup vs baseline'): over the
+# baseline, unless it names another reference ('speedup vs main', a version).
+_SPEEDUP = regex.compile(
+    r"(?:\bspeed-?ups?\b|加速比?)(?:.*?\b(?:vs\.?|versus|over|against|relative\s+to|"
+    r"compared\s+(?:to|with))\s+(?P<ref>.+))?",
+    regex.I,
+)
+# A row of a depth: a sweep whose best depth pays is k_too_large's, not a slowdown.
+_DEPTH = regex.compile(r"\b(?:k|n|depth|draft\w*|num_spec\w*|steps?|block)\s*[=:]?\s*\d", regex.I)
+
+
+def speedups(
+    rows: list[tuple[int, list[str]]],
+    keys: dict[str, regex.Pattern[str] | None],
+) -> dict[str, Any] | None:
+    """A column of the author's speedups alone, no sides beside it: each row naming
+    speculation (or the column naming it) a configuration at the ratio its cell states
+    ('0.78x', '-5%', '0.92'); the slowest, under 0.95, is the author's claim of a slowdown
+    with the speedup it gives. Nothing when speculation is named nowhere, the reference is
+    not the baseline, every ratio pays, or a sweep of depths has one that pays."""
+    spec_key, base_key = keys.get("spec"), keys.get("base")
+    if spec_key is None or base_key is None or len(rows) < 2:
+        return None
+    header, body = rows[0][1], rows[1:]
+    found: list[tuple[float, int, str, str]] = []
+    for c, head in enumerate(header):
+        m = _SPEEDUP.fullmatch(head.strip()) or _SPEEDUP.search(head)
+        if not c or m is None or (m["ref"] and not base_key.search(m["ref"])):
+            continue
+        for i, cells in body:
+            if len(cells) != len(header) or base_key.search(" ".join(cells[:c])):
+                continue
+            if not (spec_key.search(" ".join(cells[:c])) or spec_key.search(head)):
+                continue
+            n = cell_number(cells[c])
+            r = ratio_of(cells[c]) or (n[0] if n is not None and not n[1] else None)
+            if r is not None:
+                found.append((r, i, cells[c], head))
+    if not found or (
+        any(_DEPTH.search(" ".join(rows[k][1][:1])) for k in range(1, len(rows)))
+        and max(found)[0] >= 1.0
+    ):
+        return None
+    r, line, cell, head = min(found)
+    if r >= 0.95:
+        return None
+    return {"stated_offset": line, "stated_claim": cell, "stated_ratio": r, "stated_what": head}
+
+
 # A column named by a process of generation and no unit ('| config | prefill | decode |'),
 # beside one of the prompt's processing: both are speeds, as engines print them ('prefill:
 # 771 t/s, decode: 19 t/s'), when the prompt's is the faster (many tokens a forward); a table
@@ -269,5 +318,6 @@ __all__ = [
     "process_rates",
     "rate_of",
     "ratio_of",
+    "speedups",
     "transposed",
 ]

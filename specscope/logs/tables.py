@@ -28,6 +28,7 @@ from specscope.logs.table_shapes import (
     process_rates,
     rate_of,
     ratio_of,
+    speedups,
     transposed,
 )
 
@@ -38,37 +39,43 @@ _REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
 def read_table(defn: Definition, text: str) -> Reading:
     """A markdown table that compares speculation on and off: by its columns and rows
     (``_by_layout``), or else by a comparison the author wrote inside a cell
-    (``_in_cells``). Nothing when the table is no such comparison."""
+    (``_in_cells``), or by names and ratios (``_by_names``). Nothing when the table is no
+    such comparison."""
     caption, text = caption_unit(text)  # a heading above the table that gives its unit
     reading = _by_layout(defn, text, caption)
     if not reading.values:
-        reading = _by_names(defn, text)
-    return reading if reading.values else _in_cells(defn, text)
+        reading = _in_cells(defn, text)
+    return reading if reading.values else _by_names(defn, text)
 
 
 def _by_names(defn: Definition, text: str) -> Reading:
     """Sides paired by their names (``table_shapes.by_names``): the columns of each row of a
-    wide table, or the rows of a metric/value table, its one row. Each table of the block
-    (one after another: a header is the line above a rule) on its own; the first that
-    pairs."""
+    wide table, or the rows of a metric/value table, its one row; else a column of the
+    author's speedups alone (``table_shapes.speedups``). Each table of the block (one after
+    another: a header is the line above a rule) on its own; the first that says one."""
     reading = Reading()
     if _HTML.match(text):
         return reading
     lines = text.splitlines()
     heads = [i for i in range(len(lines) - 1) if "-" in lines[i + 1] and RULE.match(lines[i + 1])]
-    for at, end in itertools.pairwise([*heads, len(lines)]):
-        reading = _names_in(defn, "\n".join([""] * at + lines[at:end]))
-        if reading.values:
-            reading.values["stated"] = lines[reading.values["stated_offset"]].strip()
-            return reading
+    tables = [
+        "\n".join([""] * at + lines[at:end]) for at, end in itertools.pairwise([*heads, len(lines)])
+    ]
+    roles = {"spec": "speculative", "base": "baseline", "neg": "negated", "rate": "rate"}
+    keys = {k: key_of(defn, role) for k, role in roles.items()}
+    for read in (lambda t: _names_in(keys, t), lambda t: speedups(_rows(t), keys)):
+        for table in tables:
+            said = read(table)
+            if said:
+                reading.values = said | {"stated": lines[said["stated_offset"]].strip()}
+                return reading
     return reading
 
 
-def _names_in(defn: Definition, text: str) -> Reading:
-    reading = Reading()
+def _names_in(keys: dict[str, regex.Pattern[str] | None], text: str) -> dict[str, Any] | None:
     rows = _rows(text)
     if len(rows) < 2:
-        return reading
+        return None
     items = transposed(rows)
     if items is not None:
         named = [(i, name, cell, "") for i, name, cell in items]
@@ -80,11 +87,7 @@ def _names_in(defn: Definition, text: str) -> Reading:
             if len(cells) == len(header)
             for c in range(1, len(cells))
         ]
-    roles = {"spec": "speculative", "base": "baseline", "neg": "negated", "rate": "rate"}
-    values = by_names(named, {k: key_of(defn, role) for k, role in roles.items()})
-    if values:
-        reading.values = values
-    return reading
+    return by_names(named, keys)
 
 
 def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Reading:
@@ -144,8 +147,12 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         # Rows that are measures with their unit ('Output token throughput (tok/s)' beside
         # 'Total input tokens'), not conditions: only a decode rate of tokens compares.
         measures = unit is None and any(_unit_said(cells[0], unit_of) for _, cells in body)
+        if unit is None and not measures:  # rows of processes: 'prefill', 'decode' (speeds?)
+            whole = [(i, cells) for i, cells in body if len(cells) == len(header)]
+            named = [cells[0] for _, cells in whole]
+            rated = [whole[k][0] for k in process_rates(named, [x[b] for _, x in whole], _least)]
         for i, cells in body:
-            if len(cells) != len(header) or skipped(cells[0]):
+            if len(cells) != len(header) or skipped(cells[0]) or (rated and i not in rated):
                 continue
             if measures:
                 u = _unit_said(cells[0], unit_of)
@@ -154,9 +161,9 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
                 if column_skip is not None and column_skip.search(cells[0]):
                     continue
                 unit = unit or u
-            base = cell_number(cells[b])
+            base = _measured(cells[b], least=True)
             for c in spec_cols:
-                spec = cell_number(cells[c])
+                spec = _measured(cells[c], least=False)
                 if base is None or spec is None:
                     continue
                 unit = unit or unit_of(base[1]) or unit_of(spec[1])
