@@ -3,9 +3,11 @@
 ``synthetic_acceptance_rates``) or not comparable with standard rejection sampling
 (``block`` verification, the lossy ``fly``); llama.cpp's benchmark-only
 ``--spec-synthetic-acceptance-length`` / ``-rates`` (ggml-org/llama.cpp#27711) force it the
-same way. Read from the run's configuration (the ``speculative_config`` of vLLM's
-``non-default args``, kept by ``logs.derive.vllm_config``; a llama-server command line,
-``logs.derive.llamacpp_config``, under vLLM's key names).
+same way, as does SGLang's ``SGLANG_SIMULATE_ACC_LEN`` environment variable (its API as
+ROCm/ATOM#555 lists it). Read from the run's configuration (the ``speculative_config``
+of vLLM's ``non-default args``, kept by ``logs.derive.vllm_config``; a llama-server
+command line, ``logs.derive.llamacpp_config``, under vLLM's key names; the variable,
+``logs.derive.forced_acceptance_env``).
 
 A finding on such a run that judges acceptance would judge the setting, not the drafter:
 it is set apart, and a ``forced_acceptance`` finding says why (vllm-project/tpu-inference
@@ -56,9 +58,13 @@ def forced(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _without(run: Mapping[str, Any]) -> str:
-    if run.get("server") == "llama.cpp":
-        return "no --spec-synthetic-acceptance-length or -rates"
-    return "rejection_sample_method standard"
+    return _UNSET.get(str(run.get("server")), "rejection_sample_method standard")
+
+
+_UNSET = {
+    "llama.cpp": "no --spec-synthetic-acceptance-length or -rates",
+    "sglang": "SGLANG_SIMULATE_ACC_LEN unset",
+}
 
 
 def set_apart(ev: Evidence, findings: list[Finding]) -> list[Finding]:

@@ -439,6 +439,8 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "stated_acceptance": stated_acceptance,
     "request_histogram": request_histogram,
 }
+
+
 def llamacpp_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     """A llama-server command line: its --spec-type as the method (``draft-eagle3`` is the
     EAGLE-3 drafter), and the synthetic acceptance it forces as vLLM's keys name it, so
@@ -460,7 +462,20 @@ def llamacpp_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     return out
 
 
+def forced_acceptance_env(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
+    """An environment variable that forces acceptance (SGLang's SGLANG_SIMULATE_ACC_LEN, a
+    mean acceptance length as vLLM's synthetic_acceptance_length is): as a number, and not
+    at all where it is 0, which leaves acceptance to the drafter."""
+    out: Row = {}
+    for column, value in said.items():
+        number = float(value)
+        if number > 0:
+            out[column] = number
+    return out
+
+
 CONFIG_DERIVATIONS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Row]] = {
+    "forced_acceptance_env": forced_acceptance_env,
     "vllm_config": vllm_config,
     "vllm_model_startup": vllm_model_startup,
     "sglang_config": sglang_config,
