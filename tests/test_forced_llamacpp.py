@@ -133,3 +133,22 @@ def test_a_forced_run_is_held_to_no_reference(tmp_path) -> None:
     assert "low_acceptance" not in {f.kind for f in forced}
     said = [f.explanation for f in forced if f.kind == "forced_acceptance"]
     assert said and all("not raised: low_acceptance" in s for s in said)
+
+
+def test_a_command_above_a_pasted_metrics_text_holds_for_it(tmp_path) -> None:
+    # The paste is a run of its own (its counters since the start): the command's setting
+    # holds for it as it does for log lines after it.
+    metrics = [
+        "llamacpp:spec_decode_num_draft_tokens_total 4973",
+        "llamacpp:spec_decode_num_accepted_tokens_total 200",
+        "llamacpp:spec_decode_num_drafts_total 2060",
+    ]
+    plain = _findings(tmp_path / "plain", "\n".join([COMMAND, *metrics]) + "\n")
+    assert "low_acceptance" in {f.kind for f in plain}
+    flag = "--spec-synthetic-acceptance-length 1.1"
+    found = _findings(tmp_path / "forced", "\n".join([f"{COMMAND} {flag}", *metrics]) + "\n")
+    assert "low_acceptance" not in {f.kind for f in found}
+    runs = specscope.open_store(tmp_path / "forced" / "s").runs.collect()
+    (pasted,) = runs.filter(runs["spec_records"] > 0)["run_id"].to_list()
+    (f,) = [f for f in found if f.kind == "forced_acceptance" and f.run_id == pasted]
+    assert "not raised: low_acceptance" in f.explanation

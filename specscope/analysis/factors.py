@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from specscope.analysis.findings import json_safe
-from specscope.analysis.forced import forced
+from specscope.analysis.forced import forced_runs
 from specscope.stats import newcombe, wilson
 
 FACTORS = (
@@ -71,10 +71,11 @@ def what_moves(
         if spec is None:
             raise ValueError("what_moves needs the rows or their factor_sums")
         sums = factor_sums(spec)
+    # A run whose acceptance a setting forces moves with the setting, not the factors.
+    set_apart = forced_runs(runs)
     # In the order of the runs: the same whichever order the sums were made in.
     for row in sums.sort("run_id").to_dicts():
-        # A run whose acceptance a setting forces moves with the setting, not the factors.
-        if row["draft_tokens"] and forced(runs.get(row["run_id"], {})) is None:
+        if row["draft_tokens"] and row["run_id"] not in set_apart:
             per_run[row["run_id"]] = row
             loads[row["run_id"]] = _load(row["running"])
     runs = {r: {**runs.get(r, {}), "load": loads.get(r)} for r in per_run}

@@ -42,7 +42,10 @@ _SAID = {
 }
 
 
-def forced(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+Forced = tuple[str, dict[str, Any]]  # why, and the settings that say so
+
+
+def forced(run: Mapping[str, Any]) -> Forced | None:
     """Why the run's acceptance is not the drafter's, and the settings that say so."""
     try:
         config = json.loads(run.get("config") or "{}")
@@ -67,10 +70,42 @@ _UNSET = {
 }
 
 
+def forced_runs(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Forced]:
+    """Per run whose acceptance a setting forces, why. A setting written above a paste (a
+    command, an environment line) is a run of its own with no records, the paste another:
+    the setting holds for the runs after it in its source, up to one that states a
+    configuration of its own."""
+    why = {r: said for r, run in runs.items() if (said := forced(run)) is not None}
+    for run_id, said in list(why.items()):
+        setting = runs[run_id]
+        if setting.get("spec_records") or not setting.get("source_id"):
+            continue
+        after = sorted(
+            (
+                (run.get("first_line") or 0, r)
+                for r, run in runs.items()
+                if run.get("source_id") == setting["source_id"]
+                and (run.get("first_line") or 0) > (setting.get("first_line") or 0)
+            )
+        )
+        for _, r in after:
+            if _configured(runs[r]):
+                break
+            why.setdefault(r, said)
+    return why
+
+
+def _configured(run: Mapping[str, Any]) -> bool:
+    try:
+        return bool(json.loads(run.get("config") or "{}").get("lines"))
+    except ValueError:
+        return False
+
+
 def set_apart(ev: Evidence, findings: list[Finding]) -> list[Finding]:
     """The findings with those that judge a forced run's acceptance replaced by one that
     says why they are not made."""
-    why = {r: said for r, run in ev.runs.items() if (said := forced(run)) is not None}
+    why = forced_runs(ev.runs)
     if not why:
         return findings
     kept = [f for f in findings if not (f.run_id in why and f.kind in JUDGING)]
@@ -99,4 +134,4 @@ def _settings(settings: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in settings.items())
 
 
-__all__ = ["JUDGING", "forced", "set_apart"]
+__all__ = ["JUDGING", "Forced", "forced", "forced_runs", "set_apart"]
