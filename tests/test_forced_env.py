@@ -1,8 +1,10 @@
 """Acceptance forced by an environment variable (issue 21), as ROCm/ATOM#555 lists the
-engines' APIs: SGLang's SGLANG_SIMULATE_ACC_LEN, written above the log it produced."""
+engines' APIs: SGLang's SGLANG_SIMULATE_ACC_LEN and TensorRT-LLM's
+TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS, written above what the server printed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,26 @@ from specscope.logs.parser import parse_text
 
 GRAMMAR = Grammar(load_definitions())
 JUDGING = {"zero_acceptance", "low_acceptance", "position_cliff", "k_too_large"}
+
+
+def _iterations(accepted: int, n: int = 40) -> list[str]:
+    """TensorRT-LLM iteration stats pasted a JSON line each: 8 requests drafting 3 tokens."""
+    stats = {"numDraftTokens": 24, "numRequestsWithDraftTokens": 8, "draftOverhead": 0.2}
+    return [
+        json.dumps({"iter": i, "specDecodingStats": {**stats, "numAcceptedTokens": accepted}})
+        for i in range(n)
+    ]
+
+
+def test_a_forced_count_above_pasted_iteration_stats_judges_nothing(tmp_path) -> None:
+    plain = {f.kind for f in _findings(tmp_path / "plain", _iterations(accepted=1))}
+    assert plain & JUDGING
+    setting = "export TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=0.1"
+    found = _findings(tmp_path / "forced", [setting, *_iterations(accepted=1)])
+    assert not {f.kind for f in found} & JUDGING
+    forced = [f for f in found if f.kind == "forced_acceptance"]
+    assert forced and all(f.measured == {"force_num_accepted_tokens": 0.1} for f in forced)
+    assert all("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS unset" in f.next_step for f in forced)
 
 
 def _decode_batches(n: int = 40) -> list[str]:
@@ -66,7 +88,11 @@ def _config(text: str) -> dict:
         "# SGLANG_SIMULATE_ACC_LEN=3.24",
         "I set SGLANG_SIMULATE_ACC_LEN=3.24 and the rate went to 0.56",
         "Try SGLANG_SIMULATE_ACC_LEN=2 to see the ceiling?",
+        "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=0 trtllm-serve nvidia/Llama-3.3-70B",
+        "I set TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=2 for the run",
     ],
 )
 def test_a_zero_a_comment_or_prose_forces_nothing(text: str) -> None:
-    assert "synthetic_acceptance_length" not in _config(text)
+    config = _config(text)
+    assert "synthetic_acceptance_length" not in config
+    assert "force_num_accepted_tokens" not in config

@@ -3,10 +3,11 @@
 ``synthetic_acceptance_rates``) or not comparable with standard rejection sampling
 (``block`` verification, the lossy ``fly``); llama.cpp's benchmark-only
 ``--spec-synthetic-acceptance-length`` / ``-rates`` (ggml-org/llama.cpp#27711) force it the
-same way, as does SGLang's ``SGLANG_SIMULATE_ACC_LEN`` environment variable (its API as
-ROCm/ATOM#555 lists it). Read from the run's configuration (the ``speculative_config``
+same way, as do SGLang's ``SGLANG_SIMULATE_ACC_LEN`` and TensorRT-LLM's
+``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` environment variables (their APIs as
+ROCm/ATOM#555 lists them). Read from the run's configuration (the ``speculative_config``
 of vLLM's ``non-default args``, kept by ``logs.derive.vllm_config``; a llama-server
-command line, ``logs.derive.llamacpp_config``, under vLLM's key names; the variable,
+command line, ``logs.derive.llamacpp_config``, under vLLM's key names; the variables,
 ``logs.derive.forced_acceptance_env``).
 
 A finding on such a run that judges acceptance would judge the setting, not the drafter:
@@ -39,6 +40,7 @@ _SAID = {
     "synthetic": "acceptance is forced by synthetic acceptance (a benchmark setting)",
     "block": "block verification accepts by another rule than standard rejection sampling",
     "fly": "'fly' verification is lossy: its acceptance is not standard rejection sampling's",
+    "forced": "acceptance is forced to a set number of draft tokens a step (a benchmark setting)",
 }
 
 
@@ -57,16 +59,21 @@ def forced(run: Mapping[str, Any]) -> Forced | None:
         return _SAID[str(method)], {"rejection_sample_method": method, **set_to}
     if set_to:
         return _SAID["synthetic"], set_to
+    if config.get("force_num_accepted_tokens"):
+        return _SAID["forced"], {"force_num_accepted_tokens": config["force_num_accepted_tokens"]}
     return None
 
 
-def _without(run: Mapping[str, Any]) -> str:
+def _without(run: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    if "force_num_accepted_tokens" in settings:
+        return _UNSET["tensorrt-llm"]
     return _UNSET.get(str(run.get("server")), "rejection_sample_method standard")
 
 
 _UNSET = {
     "llama.cpp": "no --spec-synthetic-acceptance-length or -rates",
     "sglang": "SGLANG_SIMULATE_ACC_LEN unset",
+    "tensorrt-llm": "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS unset or 0",
 }
 
 
@@ -122,7 +129,7 @@ def set_apart(ev: Evidence, findings: list[Finding]) -> list[Finding]:
                 "the drafter, and it is kept out of the verdicts on acceptance"
                 + (f" (not raised: {', '.join(withheld)})." if withheld else "."),
                 "compare it only with runs at the same setting; for the drafter's own "
-                f"acceptance, run without it ({_without(run)})",
+                f"acceptance, run without it ({_without(run, settings)})",
                 measured=dict(settings),
                 confidence=Confidence("certain", "the run's configuration says so"),
             )

@@ -305,6 +305,7 @@ MEANING_KEYS = (
     "synthetic_acceptance_rates",
     "synthetic_acceptance_rate",
     "num_speculative_tokens_per_batch_size",
+    "force_num_accepted_tokens",
 )
 
 
@@ -464,13 +465,20 @@ def llamacpp_config(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
 
 def forced_acceptance_env(said: Mapping[str, Any], run: Mapping[str, Any]) -> Row:
     """An environment variable that forces acceptance (SGLang's SGLANG_SIMULATE_ACC_LEN, a
-    mean acceptance length as vLLM's synthetic_acceptance_length is): as a number, and not
-    at all where it is 0, which leaves acceptance to the drafter."""
+    mean acceptance length as vLLM's synthetic_acceptance_length is; TensorRT-LLM's
+    TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS, draft tokens accepted a step): as a number,
+    and not at all where it is 0, which leaves acceptance to the drafter. The variable is
+    kept (``forced_by``): it names the engine, and what to unset."""
+    said = dict(said)
+    variable = str(said.pop("forced_by", ""))
     out: Row = {}
     for column, value in said.items():
         number = float(value)
         if number > 0:
             out[column] = number
+    if out and variable:
+        out["forced_by"] = variable
+        out["server"] = "tensorrt-llm" if variable.startswith("TLLM_") else "sglang"
     return out
 
 
