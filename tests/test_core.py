@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from specscope.logs import bulk_polars, core
 from specscope.logs.bulk import parse_source
-from specscope.logs.bulkplan import BulkGrammar
+from specscope.logs.bulkplan import REST, BulkGrammar
 from specscope.logs.definitions import load_definitions
 from specscope.logs.grammar import Grammar
 from specscope.logs.limits import LongLines
@@ -65,6 +65,23 @@ def _agree(scanner, block: bytes) -> None:
         fast.records = fast.records.filter(pl.Series(~np.isin(at, glued)))
         fast.slow = np.union1d(fast.slow, glued)
         fast.slow_texts = [fast.lines[i] for i in fast.slow.tolist()]
+    # A record wrapped over two lines: the core reads it with its rest (held to the line
+    # parser by tests/test_disturbed.py), polars leaves both to the line parser; the line
+    # after them is not compared (the core holds a record there, polars did not).
+    wrapped = np.zeros(0, np.int64)
+    if len(fast.records):
+        wrapped = fast.records.filter(pl.col("_n") > 0)["_i"].to_numpy()
+        assert (fast.kind[wrapped] == 3).all() and (slow.kind[wrapped] == 0).all()
+        assert (fast.kind[wrapped + 1] == REST).all()
+        fast.kind[wrapped] = 0
+        fast.records = fast.records.filter(pl.col("_n") == 0).drop("_n")
+    near = np.union1d(np.union1d(wrapped, wrapped + 1), wrapped + 2)
+    near = near[near < len(slow.kind)]
+    fast.kind[near] = slow.kind[near]
+    for p in (fast, slow):
+        keep = ~np.isin(p.slow, near)
+        p.slow_texts = [t for t, k in zip(p.slow_texts, keep.tolist(), strict=True) if k]
+        p.slow = p.slow[keep]
     bad = np.flatnonzero(fast.kind != slow.kind)
     assert not len(bad), [(int(i), slow.lines[int(i)], fast.kind[i], slow.kind[i]) for i in bad[:3]]
     assert (fast.dated == slow.dated).all()
@@ -82,7 +99,12 @@ def _agree(scanner, block: bytes) -> None:
     if len(slow.records):
         a = fast.records.drop("_key", "_month", "_day")
         b = slow.records.drop("_key", "_month", "_day")
-        assert a.columns == b.columns
+        # Columns that only the wrapped records left out above had are empty here.
+        extra = [c for c in a.columns if c not in b.columns]
+        assert all(a[c].null_count() == len(a) for c in extra), extra
+        a = a.select(c for c in a.columns if c not in extra)
+        assert sorted(a.columns) == sorted(b.columns)
+        a = a.select(b.columns)  # diagonal concatenation orders by the shapes present
         assert a.equals(b), a.join(b, on="_i", suffix="_slow").head(3)
         assert fast.records["_month"].cast(pl.Int64).equals(slow.records["_month"].cast(pl.Int64))
         assert fast.records["_day"].cast(pl.Int64).equals(slow.records["_day"].cast(pl.Int64))

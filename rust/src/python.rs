@@ -36,9 +36,10 @@ impl Scanner {
     /// literals, literal prefixes, shapes as (literal prefix, full pattern), the longest
     /// per-position list in bytes, and the patterns of the rare paths (ANSI, PREFIX,
     /// INNER_HEAD); `kinds`, per shape, the groups to read as `int`, `float`, `percent` or
-    /// `float_list` (the rest come as text).
+    /// `float_list` (the rest come as text); `anchor_literals`, those of the records' anchors
+    /// (`Grammar.anchor_literals`; none given: every literal is taken for one).
     #[new]
-    #[pyo3(signature = (literals, prefixes, shapes, max_list_bytes, ansi, prefix, inner_head, threads=2, kinds=None))]
+    #[pyo3(signature = (literals, prefixes, shapes, max_list_bytes, ansi, prefix, inner_head, threads=2, kinds=None, anchor_literals=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         literals: Vec<String>,
@@ -50,9 +51,11 @@ impl Scanner {
         inner_head: String,
         threads: usize,
         kinds: Option<Vec<Vec<(String, String)>>>,
+        anchor_literals: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let spec = Spec {
             literals,
+            anchor_literals: anchor_literals.unwrap_or_default(),
             prefixes,
             shapes: shapes
                 .into_iter()

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use aho_corasick::{AhoCorasick, MatchKind};
-use memchr::{memchr, memchr2, memchr3, memchr_iter, memmem};
+use memchr::{memchr, memchr2, memchr3, memmem};
 use regex::Regex;
 use regex_automata::nfa::thompson::backtrack::{self, BoundedBacktracker};
 use regex_automata::util::captures::Captures;
@@ -23,6 +23,9 @@ pub const SLOW: i8 = 0;
 pub const QUIET: i8 = 1;
 pub const ENVELOPE: i8 = 2;
 pub const RECORD: i8 = 3;
+/// The rest of the record on the line before, which a terminal's width cut
+/// (`Scanner::wrapped`): read with it, nothing of its own.
+pub const REST: i8 = -1;
 
 /// A plain shape as Python compiled it.
 #[derive(Debug, Clone)]
@@ -37,6 +40,10 @@ pub struct ShapeSpec {
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub literals: Vec<String>,
+    /// The literals of the records' anchors (`Grammar.anchor_literals`): where none is in
+    /// the rest of a wrapped record, the line parser offers it as one piece. Empty: every
+    /// literal counts as one.
+    pub anchor_literals: Vec<String>,
     pub prefixes: Vec<String>,
     pub shapes: Vec<ShapeSpec>,
     /// The per-position list of a record is at most this many bytes (`plain.clean_enough`).
@@ -67,6 +74,7 @@ struct Shape {
 
 pub struct Scanner {
     literals: AhoCorasick,
+    anchors: AhoCorasick,
     levels: AhoCorasick,
     ends: Vec<Vec<Vec<u8>>>, // literal prefixes by their last byte
     shapes: Vec<Shape>,
@@ -113,7 +121,8 @@ impl Column {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ShapeRows {
     pub lines: Vec<u32>,
-    /// 1: the second record of a line that holds two glued (`Scanner::glued`).
+    /// Bit 0: the second record of a line that holds two glued (`Scanner::glued`); bit 1
+    /// (2): a record whose text goes on over the next line (`Scanner::wrapped`).
     pub second: Vec<u8>,
     pub names: Vec<String>,
     pub columns: Vec<Column>,
@@ -133,6 +142,20 @@ pub struct BlockScan {
     pub year: Vec<i32>,  // -1: none
     pub filled: Vec<u8>, // holds a character that is not white space
     pub shapes: Vec<ShapeRows>,
+}
+
+impl BlockScan {
+    /// A line taken as the rest of the record before it: no header, nothing of its own.
+    fn push_rest(&mut self) {
+        self.kind.push(REST);
+        self.key.push(0);
+        self.level.push(0);
+        self.month.push(0);
+        self.day.push(0);
+        self.clock.push(0);
+        self.year.push(-1);
+        self.filled.push(1);
+    }
 }
 
 fn build(patterns: &[String]) -> Result<AhoCorasick, SpecError> {
@@ -201,7 +224,13 @@ impl Scanner {
                 list,
             });
         }
+        let anchors = if spec.anchor_literals.is_empty() {
+            &literals
+        } else {
+            &spec.anchor_literals
+        };
         Ok(Scanner {
+            anchors: build(anchors)?,
             literals: build(&literals)?,
             levels: build(&levels)?,
             ends,
@@ -217,22 +246,35 @@ impl Scanner {
     pub fn scan(&self, text: &str) -> BlockScan {
         let mut out = self.empty();
         let bytes = text.as_bytes();
-        let mut start = 0;
         let mut keys = Keys::default();
         let mut caches = self.caches();
-        let mut record = |out: &mut BlockScan, start: usize, end: usize| {
-            let line = &text[start..end];
-            self.line(out, line, &mut keys, &mut caches);
+        // Where the line from `from` ends, and where the one after it starts.
+        let line = |from: usize| {
+            let end = memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |i| from + i);
+            (end, (end + 1).min(bytes.len()))
         };
         out.offsets.push(0);
-        for nl in memchr_iter(b'\n', bytes) {
-            record(&mut out, start, nl);
-            start = nl + 1;
-            out.offsets.push(start as i64);
-        }
-        if start < bytes.len() {
-            record(&mut out, start, bytes.len());
-            out.offsets.push(bytes.len() as i64);
+        let mut start = 0;
+        while start < bytes.len() {
+            let (end, after) = line(start);
+            let next = (after < bytes.len()).then(|| {
+                let (e, a) = line(after);
+                (&text[after..e], a)
+            });
+            let took = self.line(
+                &mut out,
+                &text[start..end],
+                next.map(|n| n.0),
+                &mut keys,
+                &mut caches,
+            );
+            out.offsets.push(after as i64);
+            start = after;
+            if let (true, Some((_, a))) = (took, next) {
+                out.push_rest();
+                out.offsets.push(a as i64);
+                start = a;
+            }
         }
         out
     }
@@ -259,10 +301,19 @@ impl Scanner {
             return self.scan(text);
         }
         let mid = text.len() / 2;
-        let cut = match memchr(b'\n', &text.as_bytes()[mid..]) {
+        let b = text.as_bytes();
+        let mut cut = match memchr(b'\n', &b[mid..]) {
             Some(i) => mid + i + 1,
             None => return self.scan(text),
         };
+        // Not between a record's line and the rest of it (`wrapped`: a rest never starts
+        // with '('; the line after a rest has no header to be the line before a rest).
+        if cut < b.len() && b[cut] != b'(' {
+            match memchr(b'\n', &b[cut..]) {
+                Some(i) => cut += i + 1,
+                None => return self.scan(text),
+            }
+        }
         let (a, b) = std::thread::scope(|s| {
             let first = s.spawn(|| self.scan(&text[..cut]));
             let second = self.scan(&text[cut..]);
@@ -288,7 +339,15 @@ impl Scanner {
         (Vec::new(), per_shape)
     }
 
-    fn line(&self, out: &mut BlockScan, raw: &str, keys: &mut Keys, caches: &mut Caches) {
+    /// Classify `raw`; true when its record went on over `next`, which it took.
+    fn line(
+        &self,
+        out: &mut BlockScan,
+        raw: &str,
+        next: Option<&str>,
+        keys: &mut Keys,
+        caches: &mut Caches,
+    ) -> bool {
         let rb = raw.as_bytes();
         let has_cr = memchr(b'\r', rb).is_some();
         // What the line parser strips first: colour (rare: a regex), then a container
@@ -339,16 +398,21 @@ impl Scanner {
         let mut kind = if no_literal && ok_line { QUIET } else { SLOW };
         let mut key = 0;
         let mut filled = raw.chars().any(|c| !c.is_whitespace());
+        let mut took = false;
         if let Some(h) = &head {
             let body = &clean[h.body..];
             let proc = &clean[h.proc_start..h.proc_end];
             key = keys.of(&mut out.procs, proc, h.pid);
-            if ok_line {
-                if self.shape(out, body, caches) || self.glued(out, h, proc, body, caches) {
-                    kind = RECORD;
-                } else if self.quiet_body(body) {
-                    kind = ENVELOPE;
-                }
+            if ok_line && (self.shape(out, body, caches) || self.glued(out, h, proc, body, caches))
+            {
+                kind = RECORD;
+            } else if next.is_some_and(|rest| {
+                clean.len() == raw.len() && self.wrapped(out, h, body, rest, caches)
+            }) {
+                kind = RECORD;
+                took = true;
+            } else if ok_line && self.quiet_body(body) {
+                kind = ENVELOPE;
             }
             filled = true;
         }
@@ -361,6 +425,7 @@ impl Scanner {
         out.clock.push(h.clock);
         out.year.push(year);
         out.filled.push(u8::from(filled));
+        took
     }
 
     /// The prefix's length, its year, and whether the year is printed in digits that are
@@ -478,6 +543,78 @@ impl Scanner {
         true
     }
 
+    /// A record that a terminal's width cut, its message's rest on the next line, read as
+    /// the line parser joins the two (`wrapped.Pending.take`) only where it certainly
+    /// joins them as printed: the cut falls between two printable characters, neither
+    /// white space (the line parser strips each piece it is offered), after the shape's
+    /// literal start, and inside a value, or else the rest of the label or unit it falls
+    /// in holds none of the anchors' literals (an anchor there, as `Draft acceptance
+    /// rate` in a cut `A|vg Draft acceptance rate`, splits the rest into pieces the line
+    /// parser weighs one by one, and the first, `vg`, adds nothing it can read). A first
+    /// line that ends inside a literal is held by the line parser and joined as printed
+    /// (`grammar.unfinished`, `join_if_wrapped`): the same text. The rest starts nothing the line parser peels or
+    /// watches (a header, a container or compose prefix, a quote or list mark, brackets,
+    /// markup), and the two make a clean record of a shape. Any other wrap, a record over
+    /// three lines among them (its second line then ends a stretch and both are fed), is
+    /// left to the line parser.
+    fn wrapped(
+        &self,
+        out: &mut BlockScan,
+        h: &header::Header,
+        body: &str,
+        rest: &str,
+        caches: &mut Caches,
+    ) -> bool {
+        let (b, r) = (body.as_bytes(), rest.as_bytes());
+        let printable = |s: &[u8]| s.iter().all(|c| (0x20..0x7f).contains(c));
+        let (Some(&last), Some(&first), Some(&end)) = (b.last(), r.first(), r.last()) else {
+            return false;
+        };
+        if h.level == 0
+            || last == b' '
+            || first == b' '
+            || end == b' '
+            || b"(>-+*~".contains(&first)
+            || !printable(b)
+            || !printable(r)
+            || memchr3(b'(', b')', b'[', b).is_some()
+            || memchr3(b']', b'{', b'}', b).is_some()
+            || memchr3(b'(', b')', b'[', r).is_some()
+            || memchr3(b']', b'{', b'}', r).is_some()
+            || memchr3(b'|', b'`', b'*', r).is_some()
+            || memchr(b'<', r).is_some()
+            || numbered(r)
+            || !matches!(header::prefix(r), Ok((0, None)))
+        {
+            return false;
+        }
+        let joined = [body, rest].concat();
+        if self.ends_in_literal(joined.as_bytes()) {
+            return false;
+        }
+        let Some(i) = self.matched(&joined, caches) else {
+            return false;
+        };
+        let cut = b.len();
+        if cut <= self.shapes[i].prefix.len() {
+            return false;
+        }
+        let inside = caches
+            .0
+            .iter()
+            .flatten()
+            .any(|&(start, stop)| start < cut && cut < stop);
+        if !inside {
+            let tail = &joined.as_bytes()[cut..];
+            let to = memchr2(b',', b':', tail).unwrap_or(tail.len());
+            if self.anchors.is_match(&tail[..to]) {
+                return false;
+            }
+        }
+        self.push(out, i, &joined, &caches.0, 2);
+        true
+    }
+
     /// The first shape `body` is a clean record of; its groups' spans are left in the
     /// caches' first member.
     fn matched(&self, body: &str, caches: &mut Caches) -> Option<usize> {
@@ -570,6 +707,12 @@ impl Keys {
         self.last = Some((key, pid));
         key
     }
+}
+
+/// `\d+\.\s` opens the line: a numbered list item, whose mark the line parser peels.
+fn numbered(r: &[u8]) -> bool {
+    let digits = r.iter().take_while(|c| c.is_ascii_digit()).count();
+    digits > 0 && r.get(digits) == Some(&b'.') && r.get(digits + 1) == Some(&b' ')
 }
 
 /// Markdown emphasis, a tag, or a full-width colon or comma (which the line parser reads

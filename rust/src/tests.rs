@@ -9,7 +9,7 @@ use regex::Regex;
 
 use crate::header;
 use crate::read::LineCap;
-use crate::scan::{Scanner, ShapeSpec, Spec, RECORD, SLOW};
+use crate::scan::{Scanner, ShapeSpec, Spec, RECORD, REST, SLOW};
 
 const LEVELS: &str = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL";
 const HEAD: &str = r"^\((?P<_proc>[A-Za-z][A-Za-z0-9_]{0,60}) pid=(?P<_pid>[0-9]{1,9})\) ";
@@ -35,6 +35,7 @@ fn spec() -> Spec {
     let spec_line = r"SpecDecoding metrics: Draft acceptance rate: (?P<acceptance_rate>[0-9]{1,3}\.[0-9])%, Accepted: (?P<accepted_tokens>[0-9]{1,15}) tokens, Drafted: (?P<draft_tokens>[0-9]{1,15}) tokens(?:, Per-position acceptance rate: (?P<per_position_rate>(?:0\.[0-9]{3}, )*0\.[0-9]{3}))";
     Spec {
         literals: vec!["SpecDecoding".into(), "Engine".into(), "model".into()],
+        anchor_literals: vec!["SpecDecoding".into(), "Draft acceptance rate".into()],
         prefixes: vec!["Spec".into(), "S".into(), "En".into(), "mo".into()],
         shapes: vec![ShapeSpec {
             prefix: "SpecDecoding metrics: Draft acceptance rate: ".into(),
@@ -158,6 +159,32 @@ proptest! {
             prop_assert_eq!(glued.kind.clone(), vec![SLOW]);
             prop_assert!(glued.shapes[0].lines.is_empty());
         }
+    }
+
+    #[test]
+    fn a_record_cut_anywhere_reads_as_its_line_or_is_left(a in record(), at in 1usize..400) {
+        let line = format!("(APIServer pid=4741) INFO 04-07 17:19:59 [metrics.py:101] {a}");
+        let cut = 1 + at % (line.len() - 1);
+        let whole = SCANNER.scan(&line);
+        let split = SCANNER.scan(&format!("{}\n{}", &line[..cut], &line[cut..]));
+        prop_assert_eq!(split.kind.len(), 2);
+        let b = line.as_bytes();
+        let (x, y) = (b[cut - 1], b[cut]);
+        if split.kind == vec![RECORD, REST] {
+            // Read as the line itself: the same groups, marked as going on over a line.
+            prop_assert_eq!(&split.shapes[0].columns, &whole.shapes[0].columns);
+            prop_assert_eq!(&split.shapes[0].second, &vec![2]);
+            prop_assert!(x != b' ' && y != b' ');
+            prop_assert!(cut > line.find("rate: ").unwrap());
+        } else {
+            prop_assert!(split.kind[1] != REST);
+            prop_assert!(split.shapes[0].second.iter().all(|&s| s == 0));
+            // A cut inside a number of the message is always joined.
+            let body = line.find("] ").unwrap() + 2;
+            let inside = x.is_ascii_digit() && y.is_ascii_digit();
+            prop_assert!(!(inside && cut > body + 40 && split.kind[0] != RECORD));
+        }
+        prop_assert_eq!(split.offsets.len(), 3);
     }
 
     #[test]
@@ -350,4 +377,19 @@ static REAL_BACKTRACKED: LazyLock<Scanner> =
 #[test]
 fn every_real_shape_has_a_template() {
     assert!(SHAPES.len() >= 5);
+}
+
+#[test]
+fn two_threads_never_part_a_record_from_its_rest() {
+    let line = "(APIServer pid=4741) INFO 04-07 17:19:59 [metrics.py:101] SpecDecoding metrics: Draft acceptance rate: 25.5%, Accepted: 449 tokens, Drafted: 1760 tokens, Per-position acceptance rate: 0.486, 0.218";
+    for lead in 0..40 {
+        let mut text = "x".repeat(lead) + "\n";
+        while text.len() < (1 << 20) + 4096 {
+            let cut = 75 + text.len() % 60; // inside the numbers and labels alike
+            text += &format!("{}\n{}\n", &line[..cut], &line[cut..]);
+        }
+        let one = SCANNER.scan(&text);
+        assert!(one.kind.iter().filter(|&&k| k == REST).count() > 1000);
+        assert_eq!(SCANNER.scan_parallel(&text, 2), one);
+    }
 }

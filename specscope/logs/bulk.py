@@ -28,7 +28,7 @@ import polars as pl
 
 from specscope.logs import bulk_polars, core
 from specscope.logs.blocks import BLOCK_LINES, Blank, pieces
-from specscope.logs.bulkplan import ENVELOPE, RECORD, BulkGrammar, Prepared
+from specscope.logs.bulkplan import ENVELOPE, RECORD, REST, BulkGrammar, Prepared
 from specscope.logs.grammar import Grammar
 from specscope.logs.limits import LongLines, max_line_bytes, refresh
 from specscope.logs.parser import LineParser, noted, parse_lines
@@ -230,9 +230,10 @@ class _BulkReader:
             for c in ("table", "engine", "line")
         )
         after_stats = pl.col("_prev_table") == "engine_stats"
+        wrapped = pl.col("_n") if "_n" in taken.columns else pl.lit(0, pl.Int64)
         taken = taken.with_columns(
             (pl.col("_i") + base + 1).alias("line"),
-            (pl.col("_i") + base + 1).alias("end_line"),
+            (pl.col("_i") + base + 1 + wrapped).alias("end_line"),
             pl.when(pl.col("_table") == "spec_decode")
             .then(pl.when(after_stats).then(pl.col("_prev_engine")))
             .otherwise(pl.col("engine"))
@@ -242,7 +243,7 @@ class _BulkReader:
             .alias("stats_line"),
         )
         for (table,), rows in taken.partition_by("_table", as_dict=True).items():
-            scratch = {"_i", "_stretch", "_table", "_key"}
+            scratch = {"_i", "_n", "_stretch", "_table", "_key"}
             if table != "spec_decode":
                 scratch.add("stats_line")
             rows = rows.select(
@@ -280,6 +281,8 @@ class _Walk:
         self.table_names = p.table_names
         self.rec_table = p.rec_table
         self.records = p.records
+        # Per record: the lines after its own that it goes on over (wrapped, read by the core).
+        self.rec_more = p.records["_n"].to_numpy() if "_n" in p.records.columns else None
         self.servers = reader.servers
 
     def _engine(self, row: int) -> Any:
@@ -316,10 +319,11 @@ class _Walk:
         """Lines ``a`` to ``b`` (exclusive), none of which the parser must see by itself."""
         parser = self.parser
         # A record that ends a stretch is fed: the line after it meets it held (it may
-        # continue it, or be held itself), as it would reading line by line.
-        tail = bool(self.kind[b - 1] == RECORD)
-        if tail:
-            b -= 1
+        # continue it, or be held itself), as it would reading line by line. A record
+        # wrapped over two lines is fed as both.
+        end = b
+        tail = int(self.kind[b - 1] == RECORD) or 2 * int(self.kind[b - 1] == REST)
+        b -= tail
         while a < b:
             while a < b and not parser.quiet:
                 a = self._feed_one(a, b)
@@ -338,8 +342,8 @@ class _Walk:
             if j < b:
                 self._feed_one(j, b)
             a = j + 1
-        if tail:
-            self._feed_one(b, b + 1)
+        for i in range(b, end):
+            self._feed_one(i, end)
 
     def _bulk(self, a: int, b: int) -> None:
         parser = self.parser
@@ -398,5 +402,7 @@ class _Walk:
             last_records=last,
             server=server,
         )
+        if self.rec_more is not None:  # the line parser counts each line of a record
+            parser.telemetry_lines += int(self.rec_more[lo:hi].sum())
         self.run_of[rec_idx] = ordinal
         self.stretch_of[rec_idx] = sid

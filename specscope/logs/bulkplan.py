@@ -49,6 +49,7 @@ PREFIX = (
 INNER_HEAD = rf"\(|\)|\[|\]|pid=|(?:{LEVELS})\s+\d\d-\d\d"
 
 SLOW, QUIET, ENVELOPE, RECORD = 0, 1, 2, 3
+REST = -1  # the rest of a record wrapped over the line before (the core's ``wrapped``)
 
 
 @dataclass(frozen=True)
@@ -190,11 +191,16 @@ def prepared(
         kind[refused] = SLOW
         # Every record of such a line (two records glued on one) goes with it.
         records = records.filter(pl.Series(~np.isin(records["_i"].to_numpy(), refused)))
+    # The rest of a wrapped record goes with its first line when that one is fed.
+    rests = np.flatnonzero(kind == REST)
+    if len(rests) and (orphan := rests[kind[rests - 1] != RECORD]).size:
+        kind = kind.copy()
+        kind[orphan] = SLOW
     # After a record the line parser holds it until the next line shows it ended, so a
     # line it would otherwise pass over is read then (offered to an open record, or held
     # as the start of a wrapped one): such lines go to the parser.
     after_record = np.zeros(len(kind), bool)
-    after_record[1:] = (kind[:-1] == RECORD) & (kind[1:] == QUIET)
+    after_record[1:] = ((kind[:-1] == RECORD) | (kind[:-1] == REST)) & (kind[1:] == QUIET)
     kind = np.where(after_record, SLOW, kind)
     # The first line of a JSON document pasted indented, quoted or as an array: the line
     # parser watches it (and holds the document, so the lines after it come one by one).
@@ -232,6 +238,7 @@ __all__ = [
     "PREFIX",
     "QUIET",
     "RECORD",
+    "REST",
     "SLOW",
     "UNDATED",
     "WRAPPED",

@@ -92,6 +92,9 @@ def scanner(plan: BulkGrammar) -> Any:
         INNER_HEAD,
         # Groups the core reads as their type (as ``plain.convert`` would), the rest as text.
         kinds=[sorted(group_kinds(s).items()) for s in plan.shapes],
+        # Where none is in the rest of a wrapped record, the line parser reads that rest
+        # as one piece (the core joins such a record itself: ``Scanner::wrapped``).
+        anchor_literals=sorted(plan.grammar.anchor_literals),
     )
 
 
@@ -211,11 +214,15 @@ def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None
         if not len(at):
             continue
         has_date = month[at] > 0
+        # Bit 0: the second of two records glued on a line; bit 1: a record wrapped over
+        # the next line, read with it (the core's REST line).
+        marks = np.frombuffer(second, np.uint8)
         head = pl.DataFrame(
             {
                 "_i": at,
                 # A line's records in their order on it (two where records were glued).
-                "_o": 2 * at + np.frombuffer(second, np.uint8),
+                "_o": 2 * at + (marks & 1),
+                "_n": (marks >> 1).astype(np.int64),  # the lines it goes on over
                 "_key": key_of[at],
                 "_month": pl.Series(month[at].astype(np.int64)).set(~pl.Series(has_date), None),
                 "_day": pl.Series(day[at].astype(np.int64)).set(~pl.Series(has_date), None),

@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use regex::Regex;
 use specscope_core::header;
 use specscope_core::read::LineCap;
-use specscope_core::scan::{Scanner, ShapeSpec, Spec, RECORD};
+use specscope_core::scan::{Scanner, ShapeSpec, Spec, RECORD, REST};
 use specscope_core::typed::{self, Kind, Typed};
 
 const LEVELS: &str = "DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL";
@@ -66,6 +66,10 @@ fn spec() -> Spec {
         .collect();
     Spec {
         literals,
+        anchor_literals: ["SpecDecoding", "Engine", "Draft acceptance rate", "Accept"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         prefixes,
         shapes,
         max_list_bytes: 7 * 64 - 2,
@@ -112,6 +116,27 @@ fuzz_target!(|data: &[u8]| {
                 if let Some(Typed::List(offsets, values)) = typed::read(column, kind) {
                     assert_eq!(*offsets.last().unwrap() as usize, values.len());
                 }
+            }
+        }
+    }
+    // A record line cut at a column the input picks: the core reads it as the line
+    // itself (the same groups, its rest taken) or leaves the rest to the line parser.
+    if let (Some(&pick), Some(i)) = (data.first(), found.kind.iter().position(|&k| k == RECORD)) {
+        let (a, b) = (found.offsets[i] as usize, found.offsets[i + 1] as usize);
+        let line = text[a..b].trim_end_matches('\n');
+        let whole = SCANNER.scan(line);
+        let cut = 1 + usize::from(pick) * 7 % line.len().max(2).saturating_sub(1);
+        if whole.kind == [RECORD] && line.is_char_boundary(cut) && cut < line.len() {
+            let split = SCANNER.scan(&format!("{}\n{}", &line[..cut], &line[cut..]));
+            if split.kind.get(1) == Some(&REST) {
+                assert_eq!(split.kind, [RECORD, REST]);
+                let rows = |s: &specscope_core::scan::BlockScan| {
+                    s.shapes
+                        .iter()
+                        .map(|r| r.columns.clone())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(rows(&split), rows(&whole), "{line:?} at {cut}");
             }
         }
     }
