@@ -183,6 +183,7 @@ STATED_RATE_FORMATS = (
     "stated_acceptance",
     "stated_acceptance_bullets",
     "stated_acceptance_heading",
+    "stated_acceptance_positions",  # no rate: the rates' mean is a value nobody stated
     "spec_decode_table",
 )
 

@@ -16,12 +16,19 @@ added lines change nothing. Nothing is computed here: the counts are the program
 
 A block may have the pattern alone: an author's heading that names acceptance and the
 value opening the paragraph under it (parsers/stated_acceptance_heading.toml), whose
-groups are the stated words the definition's derivation reads.
+groups are the stated words the definition's derivation reads; or a sentence with a
+per-position sequence of rates in it (parsers/stated_acceptance_positions.toml), each
+match of the pattern a record of its own. A group may name a field by its label instead
+of its column (two spellings of one column: a list of fractions, a list of percentages);
+a list may be printed with '/' between its items. The ``falling`` key names list columns
+that cannot rise (per-position rates: a draft reaches position i+1 only through i); one
+that rises is a problem, not a value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import regex
@@ -44,21 +51,32 @@ def read_assignments(defn: Definition, text: str, convert: Convert) -> Reading:
     reading = Reading()
     assignment = _key(defn, "assignment")
     by_column = {f.column: f for f in defn.fields.values()}
-    for line in text.splitlines():
-        measure = defn.pattern.search(line) if defn.pattern is not None else None
-        if measure is not None:
-            for name, raw in measure.groupdict().items():
-                if raw is None:
-                    continue
+    falling = set(defn.keys.get("falling", "").split())
+    item_label = _key(defn, "item_label")
+    for offset, line in enumerate(text.splitlines()):
+        measures = list(defn.pattern.finditer(line)) if defn.pattern is not None else []
+        for i, measure in enumerate(measures):
+            # A second match, or one whose columns the block already holds, is a record
+            # of its own (two sequences in one sentence, one a line).
+            said = {n: v for n, v in measure.groupdict().items() if v is not None}
+            specs = {n: f for n in said if (f := defn.field_for(n) or by_column.get(n))}
+            again = any(f.column in reading.values for f in specs.values())
+            part = Reading(offset=offset) if i or again else reading
+            for name, raw in said.items():
                 if name.startswith(EXTRA_PREFIX):
-                    reading.extra[name[len(EXTRA_PREFIX) :]] = _number(raw)
-                elif name in by_column:
-                    _put(reading, by_column[name], raw, convert)
+                    part.extra[name[len(EXTRA_PREFIX) :]] = _number(raw)
+                elif name in specs:
+                    if item_label is not None and specs[name].type.endswith("_list"):
+                        raw = item_label.sub("", raw)
+                    _put(part, specs[name], raw, convert, specs[name].column in falling)
+            if part is not reading:
+                reading.more.append(part)
+        if measures:
             continue
-        said = assignment.search(line) if assignment is not None else None
-        if said is None:
+        found = assignment.search(line) if assignment is not None else None
+        if found is None:
             continue
-        label, raw = said.group("label"), said.group("value")
+        label, raw = found.group("label"), found.group("value")
         spec = defn.field_for(label)
         if spec is None:
             reading.extra.setdefault(" ".join(label.split()), _number(raw))
@@ -67,13 +85,26 @@ def read_assignments(defn: Definition, text: str, convert: Convert) -> Reading:
     return reading
 
 
-def _put(reading: Reading, spec: FieldSpec, raw: str, convert: Convert) -> None:
+def _put(
+    reading: Reading, spec: FieldSpec, raw: str, convert: Convert, falling: bool = False
+) -> None:
     if spec.column in reading.values:
         return  # the first of two wins: a second summary is the next block's
+    if spec.type.endswith("_list"):
+        raw = raw.replace("/", ",")
     try:
-        reading.values[spec.column] = convert(spec, raw)
+        value = convert(spec, raw)
     except ValueError as exc:
         reading.problems.append(f"{spec.label}: {exc}")
+        return
+    if (
+        falling
+        and isinstance(value, list)
+        and any(b is not None and a is not None and b > a for a, b in pairwise(value))
+    ):
+        reading.problems.append(f"{spec.label}: rises ({raw.strip()}): no per-position curve")
+        return
+    reading.values[spec.column] = value
 
 
 def _number(raw: str) -> Any:
