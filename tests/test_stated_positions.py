@@ -49,4 +49,4 @@ def test_a_long_line_of_numbers_reads_fast() -> None:
     text = "per-position acceptance " + "/".join(["0.5"] * 20000) + "-0.4"
     start = time.perf_counter()
     assert _curves(text) == []
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 10.0  # quadratic took minutes
