@@ -16,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.logs.derive import drafts_from_tokens_column
+from specscope.logs.runbook import SUM_SLACK as _SUM_SLACK
 
 
 def clean_enough(groups: pl.Expr, names: Collection[str], max_k: int) -> pl.Expr:
@@ -30,11 +31,58 @@ def clean_enough(groups: pl.Expr, names: Collection[str], max_k: int) -> pl.Expr
 
 
 def contradicts(records: pl.DataFrame) -> pl.Series | None:
-    """The plain records whose counts contradict each other (more tokens accepted than
-    drafted), which the line parser refuses with its reason; ``None`` when none can."""
-    if "accepted_tokens" not in records.columns or "draft_tokens" not in records.columns:
+    """The plain records the line parser must read itself: those whose counts contradict
+    each other (more tokens accepted than drafted), which it refuses with its reason, and
+    those where a process's k may change (``runbook.shape_of``), where it may start a run;
+    ``None`` when none can."""
+    bad = None
+    if "accepted_tokens" in records.columns and "draft_tokens" in records.columns:
+        bad = (records["accepted_tokens"] > records["draft_tokens"]).fill_null(False)
+    shaped = reshaping(records)
+    if shaped is not None:
+        bad = shaped if bad is None else bad | shaped
+    return bad
+
+
+def reshaping(records: pl.DataFrame) -> pl.Series | None:
+    """Spec records read in bulk must leave each process's k (``RunBook.reshape``) as it
+    was: the first record of a process that shows its k in the block, one whose k differs
+    from the process's record before it, and one that shows no k or follows one that did
+    not, go to the line parser. The rest repeat a k the line parser has already seen."""
+    if "per_position_rate" not in records.columns or "_key" not in records.columns:
         return None
-    return (records["accepted_tokens"] > records["draft_tokens"]).fill_null(False)
+    rates = pl.col("per_position_rate")
+    k = rates.list.len()
+    slack = _SUM_SLACK + 0.0005 * k
+    mean = (
+        pl.col("mean_acceptance_length")
+        if "mean_acceptance_length" in records.columns
+        else pl.lit(None, pl.Float64)
+    )
+    fits = mean.is_null() | ((1 + rates.list.sum() - mean).abs() <= slack)
+    shown = pl.when(rates.is_not_null() & (k > 0) & fits).then(k)
+    # Records without a list (V1's first form) show no k in either reader.
+    spec = rates.is_not_null()
+    if "_table" in records.columns:
+        spec = spec & (pl.col("_table") == "spec_decode")
+    frame = records.select(
+        spec.alias("spec"), pl.col("_key").alias("key"), shown.alias("k")
+    ).with_row_index("row")
+    mine = frame.filter(pl.col("spec"))
+    if mine.is_empty():
+        return None
+    before = pl.col("k").shift(1).over("key")
+    first = pl.int_range(pl.len()).over("key") == 0
+    flagged = mine.select(
+        "row",
+        (first | pl.col("k").is_null() | before.is_null() | (pl.col("k") != before))
+        .fill_null(True)
+        .alias("flag"),
+    )
+    out = np.zeros(len(records), bool)
+    rows = flagged["row"].to_numpy()
+    out[rows] = flagged["flag"].to_numpy()
+    return pl.Series(out)
 
 
 def convert(name: str, kind: str) -> pl.Expr:

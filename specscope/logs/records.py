@@ -14,7 +14,7 @@ from specscope.logs.definitions import Definition
 from specscope.logs.derive import RECORD_DERIVATIONS, to_deltas
 from specscope.logs.fields import Reading, fields_needed, labels_of, unreadable
 from specscope.logs.results import BulkRow, Row
-from specscope.logs.runbook import RunBook
+from specscope.logs.runbook import RunBook, shape_of
 from specscope.logs.wrapped import Origin
 
 
@@ -79,10 +79,21 @@ class Records:
                 book.new(origin.line)
             run = book.current(origin.line, block=defn.kind in ("block", "json"))
             run.from_block = run.from_block or (defn.kind in ("block", "json") and not run.procs)
+        key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
+        split = None
         if series is not None:
             run = book.series.run_for(run, str(series), origin.line, defn.engine)
+        elif (
+            defn.kind == "fields"
+            and defn.engine == "vllm"  # llama.cpp's draft length is dynamic: its list is no k
+            and tables[0] == "spec_decode"
+            and not run.from_block
+        ):
+            whole = not (reading.cut or reading.trails or reading.notes or defn.fragment)
+            k = shape_of(values, whole=whole)
+            if k is not None and (moved := book.reshape(run, key, k, origin.line)) is not run:
+                run, split = moved, moved.config.get("split")
         run.last_line = max(run.last_line, origin.end_line)
-        key = (origin.env.proc, origin.env.pid) if origin.env else (None, None)
         if defn.attach_to:
             target = run.last_record.get(key)
             if target is None or target[0] != defn.attach_to:
@@ -108,8 +119,8 @@ class Records:
             if table == tables[0]:
                 if reading.extra:
                     row["extra"] = json.dumps(reading.extra, ensure_ascii=False)
-                if reading.notes:
-                    row["problems"] = "; ".join(reading.notes)
+                if reading.notes or split:
+                    row["problems"] = "; ".join([*reading.notes, *filter(None, [split])])
             if table == "spec_decode" and (reading.cut or defn.fragment):
                 row["partial"] = True
             if origin.env is not None:
