@@ -34,6 +34,12 @@ _LABEL = regex.compile(
 _NUMBER = regex.compile(
     r"\s*(?P<num>[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+))", regex.I
 )
+# A count grouped in thousands as people and some summaries print it ("63,669", f"{n:,}";
+# "63_669", f"{n:_}"; a thin or no-break space): one separator throughout, groups of three.
+# Only counts: in a rate "1,500" may be a decimal comma.
+_GROUPED = regex.compile(
+    r"\s*[-+]?\d{1,3}(?P<sep>[,_\u00a0\u202f\u2009])\d{3}(?:(?P=sep)\d{3})*(?![\d]|[,_.]\d)"
+)
 _LIST_ITEM = regex.compile(r"\s*(?:[-+]?(?:nan|inf|\d+(?:\.\d*)?|\.\d+))\s*%?\s*$", regex.I)
 # A byte no log prints in a value: a number next to one was damaged on its way here.
 _DAMAGE = frozenset(map(chr, [*range(9), 11, 12, *range(14, 32), 127, 0xFFFD]))
@@ -101,6 +107,8 @@ def convert(spec: FieldSpec, raw: str) -> Any:
                 v = _percent(v)
             values.append(None if math.isnan(v) else v)
         return values
+    if kind == "int" and (grouped := _GROUPED.match(raw)) is not None:
+        raw = grouped.group(0).replace(grouped.group("sep"), "") + raw[grouped.end() :]
     value = _number(raw)
     if math.isnan(value):
         return None
