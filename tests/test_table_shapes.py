@@ -172,3 +172,46 @@ def test_rows_of_processes_under_the_sides_compare_the_decode_row() -> None:
     (row,) = _bench(text.format(p0=771.2, p1=851.9, d0="19.27 / 19.30", d1="14.88 ± 0.1"))
     assert (row["output_throughput"], json.loads(row["extra"])["baseline"]) == (14.88, 19.27)
     assert _bench(text.format(p0=1.9, p1=2.1, d0=6.8, d1=4.4)) == []
+
+
+@pytest.mark.parametrize(("off", "on"), [("✗", "✓"), ("no", "yes"), ("off", "on"), ("❌", "✅")])
+@pytest.mark.parametrize("head", ["MTP", "spec decode", "EAGLE-3"])
+def test_a_column_of_speculations_state_names_the_sides(off, on, head) -> None:
+    rows = f"| M | {off} | 45.1 |\n| M | {on} | 38.4 |\n"
+    text = f"| Model | {head} | Decode tok/s |\n|---|:-:|--:|\n{rows}"
+    (row,) = _bench(text)
+    assert (row["output_throughput"], json.loads(row["extra"])["baseline"]) == (38.4, 45.1)
+    assert _bench(text.replace(head, "parity")) == []  # marks of something else
+
+
+@pytest.mark.parametrize("caption", ["Raw gen tok/s:", "### Decode tokens/s"])
+@pytest.mark.parametrize("sep", [", ", " / "])
+def test_runs_in_a_cell_under_a_caption_read_at_the_favourable_end(caption, sep) -> None:
+    base, spec = sep.join(["30.69", "27.86", "29.16"]), sep.join(["26.1", "27.0", "25.5"])
+    table = f"| Workload | Baseline runs | MTP runs |\n|---|--:|--:|\n| agent | {base} | {spec} |\n"
+    text = f"{caption}\n\n{table}"
+    (row,) = _bench(text)
+    assert (row["output_throughput"], json.loads(row["extra"])["baseline"]) == (27.0, 27.86)
+    assert _bench(text.replace(caption, "Decode at 45 tok/s:")) == []  # a measurement
+
+
+@pytest.mark.parametrize("zero", ["MTP=0", "num_speculative_tokens: 0", "draft = 0"])
+def test_a_depth_of_zero_is_the_baseline_and_a_ratio_column_no_side(zero) -> None:
+    text = f"""| config | tok/s | vs baseline |
+|---|---|---|
+| {zero} | 0.35 | 1.00x |
+| MTP=2 | 0.32 | 0.91x |
+"""
+    (row,) = _bench(text)
+    assert (row["output_throughput"], json.loads(row["extra"])["baseline"]) == (0.32, 0.35)
+
+
+def test_rows_of_other_measures_than_the_rate_make_no_pair() -> None:
+    text = """| | AR | MTP |
+|---|---|---|
+| tokens generated | 59 | 59 |
+| decode throughput | 7.402 tok/s | 0.544 tok/s |
+| wall time | 41.73 s | 155.21 s |
+"""
+    (row,) = _bench(text)
+    assert [p["row"] for p in json.loads(row["extra"])["rows"]] == ["decode throughput"]

@@ -23,7 +23,31 @@ _EMPHASIS = regex.compile(r"\*+|`+|(?<![^\W_])__|__(?![^\W_])|[†‡✓✔✗�
 
 
 def clean_cell(cell: str) -> str:
-    return " ".join(_EMPHASIS.sub("", cell).split())
+    """The cell without emphasis and marks; a cell that is a mark alone ('✓', '❌', a
+    switch's state) keeps it."""
+    text = " ".join(_EMPHASIS.sub("", cell).split())
+    return text or " ".join(cell.replace("*", "").replace("`", "").split())
+
+
+# A switch's state in a column named for speculation ('| MTP | tok/s |', '| ✗ | 45 |').
+_ON = regex.compile(r"[✓✔✅]|yes|y|on|true|enabled?", regex.I)
+_OFF = regex.compile(r"[✗✘❌]|no|n|off|false|disabled?|-|—|–", regex.I)
+
+
+def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) -> None:
+    """A column named for speculation ('MTP', 'spec decode') whose cells are its state
+    ('✓' / '✗', 'yes' / 'no', 'on' / 'off'), both states present, its cells made words
+    ('with MTP', 'without MTP') that name the sides as a configuration's name does. In place."""
+    if len(rows) < 3:
+        return
+    header, body = rows[0][1], [cells for _, cells in rows[1:] if len(cells) == len(rows[0][1])]
+    for c, head in enumerate(header):
+        if not spec_key.search(head) or len(_WORDS.findall(head)) > 3:
+            continue
+        states = [bool(_ON.fullmatch(x[c])) - bool(_OFF.fullmatch(x[c])) for x in body]
+        if 0 not in states and {1, -1} <= set(states):
+            for cells, on in zip(body, states, strict=True):
+                cells[c] = f"{'with' if on > 0 else 'without'} {head}"
 
 
 def cells_of(line: str) -> list[str]:
@@ -54,11 +78,12 @@ def rate_of(cell: str) -> float | None:
     return value if value <= 1.0 else None
 
 
-# A markdown heading that names a rate of tokens and holds no measurement ('### Decode tok/s
-# (median of 3 runs)'): the unit of the table under it.
+# A markdown heading, or a short line ending in a colon, that names a rate of tokens and
+# holds no measurement ('### Decode tok/s (median of 3 runs)', 'Raw gen tok/s:'): the unit
+# of the table under it.
 _CAPTION = regex.compile(
-    r"\s*#{1,6}\s+(?![^\n]*\d\s*(?:%|x\b|×|tok|t/s|tps))[^\n|]*?"
-    r"(?P<unit>tok(?:en)?s?\s*/\s*s(?:ec)?|\bt/s|\btps)\b[^\n|]*",
+    r"\s*(?:#{1,6}\s+(?=[^\n|]*$)|(?=[^\n|]{1,60}:\s*$))(?![^\n]*\d\s*(?:%|x\b|×|tok|t/s|tps))"
+    r"[^\n|]*?(?P<unit>tok(?:en)?s?\s*/\s*s(?:ec)?|\bt/s|\btps)\b[^\n|]*",
     regex.I,
 )
 
@@ -319,5 +344,6 @@ __all__ = [
     "rate_of",
     "ratio_of",
     "speedups",
+    "switched",
     "transposed",
 ]

@@ -29,11 +29,13 @@ from specscope.logs.table_shapes import (
     rate_of,
     ratio_of,
     speedups,
+    switched,
     transposed,
 )
 
 _CHANGE = regex.compile(r"(?P<sign>[-+\u2212]?)\s*(?P<num>\d+(?:\.\d+)?)\s*%")
 _REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
+_RUNS = regex.compile(r"/|,\s+")  # not '1,234': a thousands separator has no space after
 
 
 def read_table(defn: Definition, text: str) -> Reading:
@@ -42,10 +44,25 @@ def read_table(defn: Definition, text: str) -> Reading:
     (``_in_cells``), or by names and ratios (``_by_names``). Nothing when the table is no
     such comparison."""
     caption, text = caption_unit(text)  # a heading above the table that gives its unit
-    reading = _by_layout(defn, text, caption)
+    reading = Reading()
+    for n, table in enumerate(_tables_of(text)):  # tables one after another: each its own
+        reading = _by_layout(defn, table, None if n else caption)
+        if reading.values:
+            break
     if not reading.values:
         reading = _in_cells(defn, text)
     return reading if reading.values else _by_names(defn, text)
+
+
+def _tables_of(text: str) -> list[str]:
+    """The markdown tables of a block, one after another (a header is the line above a
+    rule), each with the lines before it left blank (offsets kept); an HTML table whole."""
+    lines = text.splitlines()
+    heads = [i for i in range(len(lines) - 1) if "-" in lines[i + 1] and RULE.match(lines[i + 1])]
+    if _HTML.match(text) or len(heads) < 2:
+        return [text]
+    ends = [*heads[1:], len(lines)]
+    return ["\n".join([""] * at + lines[at:end]) for at, end in zip(heads, ends, strict=True)]
 
 
 def _by_names(defn: Definition, text: str) -> Reading:
@@ -57,10 +74,7 @@ def _by_names(defn: Definition, text: str) -> Reading:
     if _HTML.match(text):
         return reading
     lines = text.splitlines()
-    heads = [i for i in range(len(lines) - 1) if "-" in lines[i + 1] and RULE.match(lines[i + 1])]
-    tables = [
-        "\n".join([""] * at + lines[at:end]) for at, end in itertools.pairwise([*heads, len(lines)])
-    ]
+    tables = _tables_of(text)
     roles = {"spec": "speculative", "base": "baseline", "neg": "negated", "rate": "rate"}
     keys = {k: key_of(defn, role) for k, role in roles.items()}
     for read in (lambda t: _names_in(keys, t), lambda t: speedups(_rows(t), keys)):
@@ -111,6 +125,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
     accepts, depths = key_of(defn, "accept_column"), key_of(defn, "depth_column")
     if base_key is None or spec_key is None:
         return reading
+    switched(rows, spec_key)
 
     def is_base(label: str) -> bool:
         # "EAGLE (baseline)" is a drafter; "MTP disabled" is speculation off.
@@ -128,7 +143,8 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
     def skipped(label: str) -> bool:
         return bool(skip_key is not None and skip_key.search(label))
 
-    base_cols = [c for c, h in enumerate(header) if is_base(h)]
+    vs_key = key_of(defn, "vs_column")  # 'vs baseline': a column of ratios, no side
+    base_cols = [c for c, h in enumerate(header) if is_base(h) and not _said(vs_key, h)]
     spec_cols = [c for c, h in enumerate(header) if spec_key.search(h) and c not in base_cols]
     if not base_cols and len(spec_cols) == 1:
         base_cols = _vouched_baseline(header, body, spec_cols[0], unit_of, spec_key, change_key)
@@ -166,7 +182,6 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
                 spec = _measured(cells[c], least=False)
                 if base is None or spec is None:
                     continue
-                unit = unit or unit_of(base[1]) or unit_of(spec[1])
                 pairs.append(
                     {
                         "offset": i,
@@ -174,8 +189,18 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
                         "column": header[c],
                         "speculative": spec[0],
                         "baseline": base[0],
+                        "_u": unit_of(base[1]) or unit_of(spec[1]),
                     }
                 )
+        cell_units = [p["_u"] for p in pairs if p["_u"]]
+        if unit is None and cell_units:
+            # The unit in the cells: rows of other measures beside the rate ('wall time |
+            # 41.73 s', 'tokens generated | 59', 'peak memory | 112 GB') compare nothing.
+            rates = [u for u in cell_units if rate_key and rate_key.search(u)]
+            unit = (rates or cell_units)[0]
+            pairs = [p for p in pairs if (p["_u"] or "").lower() == unit.lower()]
+        for p in pairs:
+            del p["_u"]
     else:
         labelled = [(i, cells) for i, cells in body if len(cells) == len(header)]
         # The configuration is named in the first column with a baseline row; the cells
@@ -335,10 +360,10 @@ def _depth(cell: str) -> int | None:
 
 
 def _measured(cell: str, *, least: bool) -> tuple[float, str] | None:
-    """A cell's value; a cell of runs apart by '/' ('83.3 / 80.1', a round each) stands for
-    them at the end most favourable to speculation: the baseline's least, the speculative
-    side's most (a slowdown read from them holds for every pair)."""
-    runs = [cell_number(x) for x in _REMARK.sub("", cell).split("/")]
+    """A cell's value; a cell of runs apart by '/' or ', ' ('83.3 / 80.1', '30.69, 27.86',
+    a round each) stands for them at the end most favourable to speculation: the baseline's
+    least, the speculative side's most (a slowdown read from them holds for every pair)."""
+    runs = [cell_number(x) for x in _RUNS.split(_REMARK.sub("", cell))]
     if len(runs) < 2 or any(r is None for r in runs):
         return cell_number(cell)
     said = [r for r in runs if r is not None]
@@ -347,6 +372,10 @@ def _measured(cell: str, *, least: bool) -> tuple[float, str] | None:
         return None
     values = [v for v, _ in said]
     return (min(values) if least else max(values)), unit
+
+
+def _said(key: regex.Pattern[str] | None, text: str) -> bool:
+    return key is not None and key.search(text) is not None
 
 
 def _least(cell: str) -> tuple[float, str] | None:
