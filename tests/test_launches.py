@@ -120,6 +120,13 @@ def test_data_parallel_engines_interleave_without_splitting() -> None:
     assert len(got) == 24
     assert {run for run, k in got if k == 7} == {1}
     assert {run for run, k in got if k == 5} == {2}
+    # As vLLM prints them: the engine on the stats line, the spec line after it names none.
+    lines = []
+    for i in range(6):
+        for engine in range(2):
+            lines += [stats_line(10 * i, engine), spec_line(7 if i < 3 else 5, 10 * i)]
+    spec = specscope.parse_text("\n".join(lines)).tables["spec_decode"]
+    assert [(r["_run"], r["engine"]) for r in spec] == [(1, 0), (1, 1)] * 3 + [(2, 0), (2, 1)] * 3
     same = [spec_line(3, i, engine=i % 2) for i in range(10)]
     assert len(_runs("\n".join(same))) == 1
 
@@ -243,7 +250,8 @@ def test_bulk_reader_splits_where_the_line_parser_does(
     for i in range(30):
         k = 7 if i < 12 else 5 if i < 20 else 3
         for e in engines:
-            lines += [stats_line(i, e), spec_line(k, i, engine=e)]
+            # Half the way the spec line names its engine, half the way it follows its stats.
+            lines += [stats_line(i, e), spec_line(k, i, engine=e if i % 2 else None)]
         if i == 6:
             lines.append(spec_line(7, i).split("Per-position")[0] + "Per-position acceptance")
         if i == 24:

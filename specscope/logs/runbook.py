@@ -83,6 +83,8 @@ class RunBook:
         new.procs = dict(run.procs)
         new.side_pids = {name: list(pids) for name, pids in run.side_pids.items()}
         new.last_seen = run.last_seen
+        # Its last stats line (the engine a spec line that names none belongs to) goes on too.
+        new.last_record = dict(run.last_record)
         if "server" in run.config:
             new.config["server"] = run.config["server"]
         new.config["split"] = (
