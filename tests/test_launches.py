@@ -227,6 +227,18 @@ def test_a_config_line_naming_another_launch_still_splits_as_before() -> None:
     assert "split" not in runs[1].config
 
 
+def test_k_set_per_batch_size_varies_within_one_launch() -> None:
+    args = (
+        "(APIServer pid=4741) INFO 04-07 17:05:00 [utils.py:233] non-default args: "
+        "{'model': 'Qwen/Qwen3-8B', 'speculative_config': {'method': 'eagle3', "
+        "'num_speculative_tokens': 7, 'num_speculative_tokens_per_batch_size': "
+        "{1: 7, 16: 5}, 'model': 'AngelSlim/Qwen3-8B_eagle3'}}"
+    )
+    lines = [args] + [spec_line(7, i) for i in range(3)] + [spec_line(5, 10 + i) for i in range(3)]
+    assert len(_runs("\n".join(lines))) == 1
+    assert len(_runs("\n".join(lines[1:]))) == 2
+
+
 def test_a_restart_between_changes_nothing_new() -> None:
     """A new pid is a restart already: the k that changes with it adds no run of its own,
     and the new process's first k is no change."""

@@ -88,6 +88,8 @@ class Records:
             and defn.engine == "vllm"  # llama.cpp's draft length is dynamic: its list is no k
             and tables[0] == "spec_decode"
             and not run.from_block
+            # A k set per batch size varies within one launch by design.
+            and "num_speculative_tokens_per_batch_size" not in run.config
         ):
             whole = not (reading.cut or reading.trails or reading.notes or defn.fragment)
             k = shape_of(values, whole=whole)
