@@ -35,7 +35,9 @@ from specscope.logs.table_shapes import (
 
 _CHANGE = regex.compile(r"(?P<sign>[-+\u2212]?)\s*(?P<num>\d+(?:\.\d+)?)\s*%")
 _REMARK = regex.compile(r"(?<=\S)\s*\([^()]*\)$")
-_RUNS = regex.compile(r"/|,\s+")  # not '1,234': a thousands separator has no space after
+# Runs in a cell: '83.3 / 80.1', '30.69, 27.86' (not '1,234': a thousands separator has no
+# space after it), a range '0.31–0.33' (an en dash between numbers; not a minus sign).
+_RUNS = regex.compile(r"/|,\s+|(?<=\d)\s*\u2013\s*(?=[~≈]?\d)")
 
 
 def read_table(defn: Definition, text: str) -> Reading:
@@ -361,8 +363,9 @@ def _depth(cell: str) -> int | None:
 
 def _measured(cell: str, *, least: bool) -> tuple[float, str] | None:
     """A cell's value; a cell of runs apart by '/' or ', ' ('83.3 / 80.1', '30.69, 27.86',
-    a round each) stands for them at the end most favourable to speculation: the baseline's
-    least, the speculative side's most (a slowdown read from them holds for every pair)."""
+    a round each) or a range ('0.31–0.33') stands for them at the end most favourable to
+    speculation: the baseline's least, the speculative side's most (a slowdown read from
+    them holds for every pair)."""
     runs = [cell_number(x) for x in _RUNS.split(_REMARK.sub("", cell))]
     if len(runs) < 2 or any(r is None for r in runs):
         return cell_number(cell)
