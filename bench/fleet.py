@@ -5,6 +5,7 @@ command in its own process, against runs listed and rows stored.
     python bench/fleet.py fleet [--servers 100,300,1000] [--days 30] [--sample 0.005]
     python bench/fleet.py fleet --stores /tmp/month          # stores made already
     python bench/fleet.py fleet --stores /tmp/pulls --compact  # ... and each compacted
+    python bench/fleet.py --only detect,report_per_run fleet --stores /tmp/month
     python bench/fleet.py chart runs.jsonl fleet.jsonl --out bench/fleet.png
 
 ``runs``: ``bench/generate.py --size 20M --runs N`` (the issue's baseline: 7, 59, 651 and
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ONLY: set[str] = set()  # --only: the commands measured (all when empty)
 ROOT = HERE.parent
 
 
@@ -80,6 +82,10 @@ def _commands(store: Path, out: Path) -> dict[str, list[str]]:
         "report_md": md,
         "report_md_again": md,
         "report_html": _specscope("report", "--store", str(store), "--out", str(out / "r.html")),
+        # Every run listed (HTML: a PNG of thousands of runs' lines measures vl-convert).
+        "report_per_run": _specscope(
+            "report", "--per-run", "--store", str(store), "--out", str(out / "per_run.html")
+        ),
     }
 
 
@@ -103,6 +109,8 @@ def _measure_into(row: dict[str, object], store: Path, work: Path) -> None:
     # scripts stay in the user's, built once whatever the store).
     env = {**os.environ, "SPECSCOPE_CACHE": tempfile.mkdtemp(dir=work, prefix="cache")}
     for name, cmd in _commands(store, work).items():
+        if ONLY and name not in ONLY:
+            continue
         took, rss, cpu, _ = measured(cmd, env if name.startswith("report_md") else None)
         row[name] = [round(took, 2), round(rss), round(cpu, 2)]
         row[f"{name}_load"] = round(os.getloadavg()[0], 1)
@@ -234,7 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     chart.add_argument("results", type=Path, nargs="+", help="files of the lines printed")
     chart.add_argument("--out", type=Path, default=HERE / "fleet.png")
     parser.add_argument("--work", type=Path, help="where stores go (default: a temporary folder)")
+    parser.add_argument(
+        "--only", default="", help="these commands alone (comma-separated: detect,report_per_run)"
+    )
     args = parser.parse_args(argv)
+    ONLY.update(x for x in args.only.split(",") if x)
     if args.what == "chart":
         draw(args.results, args.out)
         return 0

@@ -6,6 +6,7 @@ cut into many runs (rows matched by line), each read in batches of a few sources
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 import specscope
 import specscope.report.build as build
 import specscope.report.streamed as streamed
+from specscope.report import setups
 from specscope.report.build import build_report
 from specscope.store.reading import open_store
 from tests.helpers import ROOT
@@ -145,3 +147,45 @@ def test_the_pairs_kept_are_those_at_either_end_of_all_of_them(pulled: Path) -> 
     assert max(len(m["matched_pairs"]) for m in every) > 24  # some factor was cut
     assert any(0 < len(m["matched_pairs"]) <= 24 for m in every)  # and some was not
     assert kept == [_cut(m, 12) for m in every]
+
+
+def test_a_report_of_every_run_summed_in_batches_holds_no_row_and_says_the_same(
+    pulled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report --per-run`` over a fleet: every run listed, from the rollups and the rows
+    ``detect`` needs, its charts summed a batch at a time under each run's own name."""
+    store = open_store(pulled)
+    whole = build_report(store, per_run=True)
+    monkeypatch.setattr(build, "NEEDED_OVER_ROWS", 0)
+    monkeypatch.setattr(streamed, "BATCH_ROWS", 300)
+    calls: list[int] = []
+    real = streamed.streamed
+    monkeypatch.setattr(build, "streamed", lambda *a, **k: calls.append(1) or real(*a, **k))
+    batched = build_report(store, per_run=True)
+    assert calls == [1], "the report did not take the fleet's path"
+    a, b = _said(whole), _said(batched)
+    assert not whole.grouped and not batched.grouped
+    assert len(a["runs"]) == store.runs.collect().height > 100
+    names = [c["name"] for c in a["charts"]]
+    assert {"over_time", "running", "across_runs", "per_position"} <= set(names), names
+    assert names == [c["name"] for c in b["charts"]]
+
+    def listed(values: list[Any]) -> list[str]:
+        # The runs come in another order (the rollups' from the needed rows' evidence).
+        return sorted(json.dumps(v, sort_keys=True) for v in values)
+
+    for name, x, y in zip(names, a["chart_specs"], b["chart_specs"], strict=True):
+        if name in ("over_time", "prefix_cache"):
+            continue  # binned over all runs at once when summed, not run by run
+        x["data"]["values"], y["data"]["values"] = (
+            listed(x["data"]["values"]),
+            listed(y["data"]["values"]),
+        )
+        assert x == y, name
+    # The pairs each factor matched are cut to those at either end, as in a grouped report.
+    a["what_moves_acceptance"] = [_cut(m, setups.PAIRS_KEPT) for m in a["what_moves_acceptance"]]
+    for key in a:
+        if key in ("per_position", "advice"):
+            assert listed(a[key]) == listed(b[key]), key
+        elif key not in ("charts", "chart_specs", "redaction"):  # it counts the pairs' hosts
+            assert a[key] == b[key], key

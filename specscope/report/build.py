@@ -203,7 +203,8 @@ def build_report(
     advice = [a.to_dict() for a in advice_of(_only(ev, listed))]
     rows: pl.DataFrame | Streamed = ev.spec
     if fleet:  # the rows are not all held: their sums, a batch of sources at a time
-        rows = streamed(store, setups.chart_names(setup_of, table), config, run_ids=ids)
+        names = setups.chart_names(setup_of, table) if grouped else {r: r for r in ev.per_run}
+        rows = streamed(store, names, config, run_ids=ids)
     moves = what_moves(
         rows.select(_COUNTS) if isinstance(rows, pl.DataFrame) else None,
         {
@@ -212,7 +213,8 @@ def build_report(
         },
         z=ev.config["evidence"]["z"],
         sums=None if isinstance(rows, pl.DataFrame) else rows.factor_sums,
-        keep_pairs=setups.PAIRS_KEPT if grouped else None,
+        # Over a fleet's runs alike by the hundred every matched pair is some 300 MB.
+        keep_pairs=setups.PAIRS_KEPT if grouped or fleet else None,
     )
     # The one choke point: every string the report holds goes through the redactor here,
     # whatever field it sits in (what the renderers print, and what --json prints).
@@ -264,11 +266,12 @@ def _evidence(
     per_run: bool,
 ) -> tuple[Evidence, bool]:
     """The evidence, and whether its rows are only those the detectors need (``detect``'s
-    way over a fleet's rows: then the charts and factors sum the rows a batch at a time).
-    A report that lists every run, or has few, holds every row as before."""
-    if not per_run and store.sums_cover_rows() and _spec_rows(store) > NEEDED_OVER_ROWS:
+    way over a fleet's rows: then the charts and factors sum the rows a batch at a time,
+    under each run's name where every run is listed, ``per_run``). A report of a few runs
+    holds every row as before."""
+    if store.sums_cover_rows() and _spec_rows(store) > NEEDED_OVER_ROWS:
         ev = gather_needed(store, run_ids=ids or None, config=config, reference=reference)
-        if len(ev.per_run) > setups.LIST_RUNS_UP_TO:
+        if per_run or len(ev.per_run) > setups.LIST_RUNS_UP_TO:
             return ev, True
     return gather(store, run_ids=ids or None, config=config, reference=reference), False
 
