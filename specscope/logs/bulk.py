@@ -162,7 +162,8 @@ class _BulkReader:
         return out
 
     def walk(self, prepared: Prepared | int, base: int) -> int:
-        if isinstance(prepared, int):  # blank lines: nothing the parser holds changes
+        if isinstance(prepared, int):  # blank lines: they end a block, nothing else held
+            self.parser.blank()
             self.parser.lines = max(self.parser.lines, base + prepared)
             return base + prepared
         self._walk(prepared, base)
@@ -294,9 +295,9 @@ class _Walk:
         self.parser.feed(self.base + i + 1, line_text)
 
     def _feed_one(self, i: int, b: int) -> int:
-        """Feed line ``i`` (and after it the blank lines it starts, at once: they change
-        nothing the parser holds, and a record held open by them would cost a feed per
-        line). Returns the next line to feed."""
+        """Feed line ``i`` (and after it the blank lines it starts, at once: they end a
+        block and change nothing else the parser holds, and a record held open by them
+        would cost a feed per line). Returns the next line to feed."""
         text = self.text[i]
         if not text or text.isspace():
             return self._pass_blank(i, b)
@@ -310,6 +311,7 @@ class _Walk:
             self.filled = self.text.filled()
         at = int(np.searchsorted(self.filled, a + 1))  # line a is blank (Python's view)
         c = min(int(self.filled[at]) if at < len(self.filled) else b, b)
+        self.parser.blank()
         self.parser.lines = max(self.parser.lines, self.base + c)
         if c < b and self.has_env[c]:
             self.parser.close_record()

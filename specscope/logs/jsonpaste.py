@@ -37,6 +37,8 @@ _GOES_ON = re.compile(r'[\s"{}\[\],\d-]|true|false|null|$')
 # by its first object (a log line's ``[date]`` is no opening). Possessive: white space
 # that two parts of the lead could each take made a line of spaces cost its length squared.
 OPENS = re.compile(r"(?P<lead>[ \t]*+(?:>[ \t]*+)*+)(?:\{|\[[ \t]*+(?:\{|\r?$))")
+# The narrowest terminal a one-line document is taken to have been wrapped by.
+_WRAP_MIN = 60
 _QUOTE = re.compile(r"[ \t]*>[ \t]?(?:>[ \t]?)*")
 
 
@@ -57,6 +59,13 @@ class JsonPastes:
         self.size = 0
         self.depth = 0
         self.quoted = False  # the document's lines are quoted ('> '): each loses its quote
+        # A one-line document a terminal wrapped: every row but the last as wide as the
+        # first, cut anywhere (inside a key or a number), so a row that follows a full one
+        # is more of the same line, joined without a line end.
+        self.width = 0
+        self.full = False  # the last row was as wide as the first
+        self.in_string = False  # where the last row was cut, if the rows are wrapped
+        self.body = ""
 
     def lines_held(self) -> list[int]:
         """The first line of a document still open, if one is."""
@@ -87,18 +96,24 @@ class JsonPastes:
                 self._drop()
                 return
             raw = raw[quote.end() :]
+        wrapped = self.full and not self.quoted
         if (
-            not _GOES_ON.match(raw)
+            not (wrapped or _GOES_ON.match(raw))
             or _FENCE.match(raw)
             or self.size + len(raw) > MAX_INLINE_JSON_BYTES
         ):
             self._drop()
             return
         self.lines.append(raw)
+        self.body += raw if wrapped else "\n" + raw
+        self.full = wrapped and len(raw.rstrip("\r")) == self.width
         self.size += len(raw) + 1
-        self.depth = bracket_depth(raw, self.depth)
+        if wrapped:
+            self.depth, self.in_string = _json_depth(raw, self.depth, self.in_string)
+        else:
+            self.depth = bracket_depth(raw, self.depth)
         if self.depth == 0:
-            first, body = self.first, "\n".join(self.lines)
+            first, body = self.first, self.body
             self._drop()
             self.sink.feed_json(first, body, line)
         elif len(self.lines) >= MAX_INLINE_JSON_LINES:
@@ -112,6 +127,11 @@ class JsonPastes:
         depth = bracket_depth(text)
         if depth > 0 and (text[0] == "[" or not text.endswith(("}", "},"))):
             self.first, self.lines, self.size, self.depth = line, [text], len(text), depth
+            self.body = text
+            self.width = len(raw.rstrip("\r"))
+            self.full = self.width >= _WRAP_MIN and text[0] == "{"
+            if self.full:
+                self.depth, self.in_string = _json_depth(text, 0, False)
         elif text.endswith("},"):
             self.sink.feed_json(line, text[:-1])  # one object of an array, a line each
         elif lead and depth == 0:
@@ -121,6 +141,37 @@ class JsonPastes:
 
     def _drop(self) -> None:
         self.lines, self.size, self.depth, self.quoted = [], 0, 0, False
+        self.width, self.full, self.in_string, self.body = 0, False, False, ""
+
+
+_IN_STRING = re.compile(r'["\\]')
+_OUTSIDE = re.compile(r'["{}\[\]]')
+
+
+def _json_depth(text: str, depth: int, in_string: bool) -> tuple[int, bool]:
+    """The bracket depth after ``text`` and whether it ends inside a string, from the
+    state before it: a row of a wrapped line may be cut inside a string."""
+    i = 0
+    while True:
+        if in_string:
+            found = _IN_STRING.search(text, i)
+            if found is None:
+                return depth, True
+            if found.group() == "\\":
+                i = found.start() + 2
+                continue
+            in_string, i = False, found.end()
+            continue
+        found = _OUTSIDE.search(text, i)
+        if found is None:
+            return depth, False
+        c, i = found.group(), found.end()
+        if c == '"':
+            in_string = True
+        elif c in "{[":
+            depth += 1
+        else:
+            depth = max(0, depth - 1)
 
 
 __all__ = ["MAX_INLINE_JSON_BYTES", "OPENS", "JsonPastes", "JsonSink"]

@@ -39,6 +39,7 @@ from specscope.logs.table_shapes import is_caption
 from specscope.logs.wrapped import Block, Breaks, Origin, Pending, Piece, line_at
 
 _HOLD_MAX = 4096  # a held line longer than this is fed as it is
+_BULLET = regex.compile(r"[-*+][ \t]++(?=\[?\{)")  # a list item that is a JSON document
 
 
 class LineParser:
@@ -92,8 +93,14 @@ class LineParser:
     @property
     def quiet(self) -> bool:
         """Nothing carried over from earlier lines: the next line is read on its own."""
-        held = (self._pending, self._held, self._block, self.configs.pending)
-        return held.count(None) == 4 and not self._pastes.json.lines and not self._labelled.open
+        pastes = self._pastes
+        held = (self._pending, self._held, self._block, self.configs.pending, pastes.cut)
+        return (
+            held.count(None) == 5
+            and pastes.last is None
+            and not pastes.json.lines
+            and not self._labelled.open
+        )
 
     def open_line(self) -> int | None:
         """The first line of what is still held (a record, a wrapped line, a block, a
@@ -103,6 +110,8 @@ class LineParser:
         if self._held is not None:
             lines.append(self._held[0])
         lines.extend(self._pastes.json.lines_held())  # a JSON document pasted over lines
+        if self._pastes.cut is not None:
+            lines.append(self._pastes.cut[0])  # a sample line that may go on
         lines.extend(self._labelled.lines_held())  # a fence that may hold labelled results
         return min(lines, default=None)
 
@@ -150,7 +159,13 @@ class LineParser:
     def feed(self, line: int, raw: str) -> None:
         self.lines = max(self.lines, line)
         if not raw or raw.isspace():
-            return  # a blank line changes nothing held (a record goes on after it)
+            self._pastes.last = None  # a value's rest comes on the very next line
+            self.blank()
+            return
+        if self._pastes.cut is not None and self._pastes.rest(line, clean_line(raw).text):
+            return
+        if self._pastes.last is not None and self._pastes.more(line, clean_line(raw).text):
+            return
         if self._labelled.wants(raw):  # watched, not taken: the line is read as it would be
             self._labelled.see(line, raw)
         if self._pastes.wants(raw) and (
@@ -170,15 +185,17 @@ class LineParser:
                 continue
             cleaned = clean_line(part)
             if not cleaned.text.strip():
+                self.blank()  # a quote's or a container's empty line ('> ', 'vllm-1  | ')
                 continue
             text = cleaned.text
+            doc = text[bullet.end() :] if (bullet := _BULLET.match(text)) else text
             if (
-                text.startswith(("{", "[{"))
+                doc.startswith(("{", "[{"))
                 and not OPENS.match(part)  # the JSON watch reads a quoted or indented one
                 and self.grammar.json_docs
-                and self.feed_json(line, text)
+                and self.feed_json(line, doc)
             ):
-                continue  # a response or iteration a runtime prefixed or a terminal coloured
+                continue  # a response a runtime prefixed, a terminal coloured, a list holds
             if self._block is not None and self._block.defn.parse == "bare_table":
                 # A row's first cell is no service of docker compose ('receipt | 60.08 tok/s').
                 text = part
@@ -193,6 +210,18 @@ class LineParser:
             and not self._pastes.json.wants(bare)
             and self._pastes.take(line, bare)
         )
+
+    def blank(self) -> None:
+        """A blank line (or a run of them): it ends a block, as it ends a markdown table,
+        unless the block's definition says blank lines are part of it (a result block's
+        sections) or the block is a heading that names the table to come. A record held
+        goes on after it (a paste double-spaced), and so does a line held."""
+        block = self._block
+        if block is None or block.goes_on_after_blank():
+            return
+        if len(block.lines) == 1 and is_caption(block.lines[0]):
+            return
+        self._finish_block()
 
     @guarded("a JSON document")
     def feed_json(self, line: int, text: str, end_line: int | None = None) -> bool:

@@ -45,6 +45,7 @@ from specscope.logs.results import Row, Run, Skip
 
 MAX_TARGETS = 1_000  # targets one text keeps (the first seen), as a scrape does
 _COUNTED = {*COUNTER_ROLES, *POSITION_ROLES}
+_DIGITS = re.compile(r"\d[\d.]*(?:[eE][-+]?\d+)?")
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # Quote marks, indents, list bullets and backticks around a pasted line.
 _WRAPPING = re.compile(r"^(?:\s|>|`)*(?:[-*]\s+)?`*|`+\s*$")
@@ -104,6 +105,11 @@ class Pastes:
         self.runs: dict[tuple[str, str | None, str | None], Run] = {}
         # JSON documents pasted over lines (a fenced response): watched, never taken.
         self.json = JsonPastes(sink, any(d.kind == "json" for d in definitions))
+        # A sample line that does not read, held for one line: a terminal may have wrapped
+        # it ('...model_name="Qwen/Qwen3.5-2' then '7B-AWQ"} 0.0').
+        self.cut: tuple[int, str] | None = None
+        # The sample just read, whose value a terminal may have cut ('...} 2' then '62.0').
+        self.last: tuple[_Target, Series, str] | None = None
 
     def wants(self, raw: str) -> bool:
         """Could the line be one of a paste (a cheap test)?"""
@@ -123,8 +129,46 @@ class Pastes:
             head = _NAME.match(text)
             if head is None or metric_name(head[0]) not in self.roles:
                 return False
-            self._skip(line, "a Prometheus sample line that does not read", raw)
+            self.cut = (line, text)
             return True
+        return self._sample(line, raw, sample, text)
+
+    def rest(self, line: int, raw: str) -> bool:
+        """The line after a sample line that did not read: read as its rest when the two
+        make a sample (a line wrapped by a terminal; then True), else the sample line is
+        skipped and this one left to the parser."""
+        assert self.cut is not None
+        (first, text), self.cut = self.cut, None
+        rest = unwrap(raw)
+        # Cut inside a name or a value, or at the space before the value (which the copy
+        # may have lost at the row's end).
+        for joined in (text + rest, f"{text} {rest}"):
+            sample = parse_sample(joined)
+            if sample is not None and self.roles.get(metric_name(sample[0])) is not None:
+                taken = self._sample(first, joined, sample, joined)
+                if self.last is not None and self.last[0].open is not None:
+                    self.last[0].open.last = line
+                return taken
+        self._skip(first, "a Prometheus sample line that does not read", text)
+        return False
+
+    def more(self, line: int, text: str) -> bool:
+        """The line after a sample read: a number alone on it is the rest of the sample's
+        value, cut by a terminal (no exposition line is a bare number). True if taken."""
+        last, self.last = self.last, None
+        if last is None or not _DIGITS.fullmatch(rest := unwrap(text)):
+            return False
+        target, series, said = last
+        sample = parse_sample(said + rest)
+        if sample is None or target.open is None or not finite_count(sample[2]):
+            return False
+        target.open.values[series] = sample[2]
+        target.open.last = line
+        return True
+
+    def _sample(
+        self, line: int, raw: str, sample: tuple[str, dict[str, str], float], text: str
+    ) -> bool:
         name, labels, value = sample
         known = self.roles.get(metric_name(name))
         if known is None:
@@ -142,18 +186,20 @@ class Pastes:
                 return True
             position = int(where)
         split = json.dumps([labels.pop(k) for k in SPLIT_LABELS if k in labels])
-        self._add(line, defn, labels, (metric_name(name), position, split), value)
+        series = (metric_name(name), position, split)
+        target = self._add(line, defn, labels, series, value)
+        self.last = (target, series, text) if target is not None else None
         return True
 
     def _add(
         self, line: int, defn: Definition, labels: dict[str, str], series: Series, value: float
-    ) -> None:
+    ) -> _Target | None:
         key = json.dumps([defn.name, sorted(labels.items())])
         target = self.targets.get(key)
         if target is None:
             if len(self.targets) >= MAX_TARGETS:
                 self._skip(line, f"a Prometheus series past {MAX_TARGETS:,} targets", "")
-                return
+                return None
             target = self.targets[key] = _Target(defn, labels, self._run(defn, labels, line))
         if target.open is not None and series in target.open.values:
             self._close(target)  # the series again: the next paste of the same server
@@ -161,6 +207,7 @@ class Pastes:
             target.open = _Snapshot(line, line)
         target.open.values[series] = value
         target.open.last = line
+        return target
 
     def _run(self, defn: Definition, labels: dict[str, str], line: int) -> Run:
         key = (defn.engine, labels.get("instance"), labels.get("model_name"))
@@ -172,6 +219,9 @@ class Pastes:
 
     def close(self) -> None:
         """End every snapshot still open (the text ended)."""
+        if self.cut is not None:
+            self._skip(self.cut[0], "a Prometheus sample line that does not read", self.cut[1])
+            self.cut = None
         for target in self.targets.values():
             if target.open is not None:
                 self._close(target)

@@ -281,6 +281,11 @@ class Block:
                 out.append((defn, reading))
         return out
 
+    def goes_on_after_blank(self) -> bool:
+        """Does the definition hold blank lines to be part of its block (a result block's
+        sections)? Elsewhere a blank line ends the block."""
+        return self.defn.continues is not None and self.defn.continues.search("") is not None
+
     def repeats(self, text: str) -> bool:
         """Does ``text`` say again what the block already said (the next block)?"""
         said = read_block(self.defn, "\n".join(self.lines)).values
