@@ -177,7 +177,8 @@ def _stated_finding(
 
 
 def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding:
-    """The author's word that speculation is slower, with no numbers in the paste."""
+    """The author's word that speculation is slower or gains nothing, with no numbers in
+    the paste (a ratio at most)."""
     line = (row["line"] or 0) + int(said.get("offset") or 0)
     speedup = said.get("speedup")
     how = (
@@ -189,7 +190,8 @@ def _claimed(ev: Evidence, row: dict[str, Any], said: dict[str, Any]) -> Finding
     return _stated_finding(
         row,
         line,
-        "The author says speculation is slower than decoding without it (line "
+        # (the words may say slower, or only that it gains nothing: 'buys nothing here')
+        "The author says speculation does not pay: no faster than decoding without it (line "
         f"{line}: \u201c{said.get('stated', '')}\u201d){how}." + _why(ev, _spoken_of(ev, row)),
         measured={"stated": "slower"} | ({"speedup": speedup} if speedup else {}),
         expected={"speedup above": ev.config["no_speedup"]["max_ratio"]},
