@@ -545,7 +545,9 @@ def test_records_the_line_parser_refuses_or_flags_read_the_same_in_bulk(tmp_path
     log.write_text("\n".join(lines) + "\n")
     read = _same(log, 4096)
     assert [line for line, _ in read["skipped"]] == [102, 202]
-    assert read["bulk_rows"] > 500
+    # Each 4 KB block's first SpecDecoding record of the process, and those after a k of
+    # 64, also go to the line parser: their k may start a run (plain.reshaping, a9012d7).
+    assert read["bulk_rows"] > 0.75 * len(lines)
     spec_rows = read["tables"]["spec_decode"]
     (problem,) = spec_rows.filter(pl.col("line") == 206)["problems"].to_list()
     assert "per_position_rate[0]: 1.5 is out of range" in problem
