@@ -421,7 +421,7 @@ def test_the_commands_take_an_s3_store(
     stray.unlink()
     printed = cli("sql", "--store", url, "acceptance_by_run")
     assert printed.status == 0, printed.err
-    assert f"'{url}/spec_decode/date=" in printed.out  # a day's folder, then the source's
+    assert f"'{url}/spec_decode/source_id=" in printed.out
     # DuckDB runs the views over the served folder (httpfs is a download): specscope's sums.
     served = str(_served(server, bucket, "cli"))
     views = cli("sql", "--store", url, "--location", served, "acceptance_by_run")
