@@ -63,15 +63,16 @@ def test_rollups_of_generated_logs_match_their_rows(tmp_path):
     assert_rollups_match_rows(specscope.open_store(tmp_path / "s"))
 
 
-def test_a_run_over_two_ingests_sums_as_one_and_keeps_the_first_k_among_equals(tmp_path):
-    # k 4 then 3 in the first ingest, 3 then 4 in the second: a tie that the first seen wins.
+def test_a_run_over_two_ingests_sums_as_one(tmp_path):
+    # One launch of k = 4 over two ingests of a growing log. (A change of k between
+    # records with no restart line is another launch since a9012d7: tests/test_launches.)
     log = tmp_path / "server.log"
     first = [start(7, "m", "eagle", 4), stats(1), spec(2, 100, [80, 60, 40, 20])]
-    first += [stats(3), spec(4, 100, [70, 50, 30])]
+    first += [stats(3), spec(4, 100, [70, 50, 30, 10])]
     log.write_text("\n".join(first) + "\n")
     specscope.ingest([log], store=tmp_path / "s")
     with log.open("a") as f:
-        f.write("\n".join([stats(5), spec(6, 50, [40, 30, 20]), stats(7)]) + "\n")
+        f.write("\n".join([stats(5), spec(6, 50, [40, 30, 20, 10]), stats(7)]) + "\n")
         f.write(spec(8, 50, [45, 35, 25, 15]) + "\n")
     report = specscope.ingest([log], store=tmp_path / "s")
     assert report.sources[0].status == "grown"

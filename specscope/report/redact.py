@@ -155,6 +155,9 @@ ALLOWED_ARGS = frozenset(
     enable_torch_compile torch_compile_max_bs use_v2_block_manager preemption_mode
     use_async_output_proc enable_lora max_loras max_lora_rank pid server_args args engine_args
     chat_template chat_template_kwargs default_chat_template_kwargs
+    spec_type spec_draft_n_max spec_draft_n_min spec_draft_p_min spec_synthetic_acceptance_rates
+    spec_synthetic_acceptance_length model_draft draft_max draft_min draft_p_min hf_repo
+    hf_repo_draft ctx_size n_gpu_layers gpu_layers_draft
     gpus shm_size ipc memory memory_swap runtime rm
     level levelname time timestamp ts asctime message msg file_path filename line_number lineno
     logger func_name funcname module process thread
