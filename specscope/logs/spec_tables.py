@@ -63,10 +63,12 @@ def read_spec_table(defn: Definition, text: str) -> Reading:
     if reading.values:
         return reading
     wide = _runs_as_columns(defn, rows)
-    return _spec_rows(defn, *wide) if wide is not None else reading
+    return _spec_rows(defn, *wide, runs=True) if wide is not None else reading
 
 
-_RUNS_HEAD = regex.compile(r"metrics?|measures?|stats?|statistics?|指标", regex.I)
+# The first header cell over the measures' names when the runs are the columns: a word for
+# measures, or nothing ('|               | MTP only | PD+MTP |': the cell left empty).
+_RUNS_HEAD = regex.compile(r"|metrics?|measures?|stats?|statistics?|指标|指標", regex.I)
 
 
 def _runs_as_columns(
@@ -87,15 +89,15 @@ def _runs_as_columns(
         ]
     else:
         return None
-    keys = [(role, key_of(defn, role)) for role in ("rate", "length", "counts")]
+    keys = [(role, key_of(defn, role)) for role in ("rate", "length", "counts", "depth")]
     said = {
         role: next(n for n, (_, name, _c) in enumerate(runs[0][1]) if key.search(name))
         for role, key in keys
         if key is not None and any(key.search(name) for _, name, _c in runs[0][1])
     }
-    if not said:
+    if not said.keys() - {"depth"}:
         return None
-    order = [said[r] for r in ("rate", "length", "counts") if r in said]
+    order = [said[r] for r in ("rate", "length", "counts", "depth") if r in said]
     names = ["run", *(runs[0][1][n][1] for n in order)]
     at = runs[0][1][order[0]][0]
     return names, [(at, [run, *(cells[n][2] for n in order)]) for run, cells in runs]
@@ -105,10 +107,16 @@ def _spec_rows(
     defn: Definition,
     header: list[str],
     body: list[tuple[int, list[str]]],
+    *,
+    runs: bool = False,
 ) -> Reading:
     """The records of a table of runs a row (``read_spec_table``). A mean acceptance
     length alone makes none, in a metric/value table too ('mean accept τ | 1.438'): with
-    k unstated it would be judged on an assumed k against a paste that says it pays."""
+    k unstated it would be judged on an assumed k against a paste that says it pays. Where
+    the runs are the columns and two or more of them state a length ('| Accept length |
+    3.19 | 1.98 |' under 'MTP only' and 'PD+MTP'), each is a partial record of that length
+    (``_lengths_alone``): the author sets them side by side, and a run is judged against
+    the others of its paste."""
     first = Reading()
 
     def column(role: str) -> int | None:
@@ -121,7 +129,7 @@ def _spec_rows(
     if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
         counts = rate
     if counts is None:
-        return first
+        return _lengths_alone(header, body, length, column("depth")) if runs else first
     readings: list[Reading] = []
     for i, cells in body:
         m = _COUNTS.fullmatch(cells[counts]) if len(cells) == len(header) else None
@@ -153,6 +161,30 @@ def _spec_rows(
         readings.append(reading)
     if not readings:
         return first
+    readings[0].more = readings[1:]
+    return readings[0]
+
+
+def _lengths_alone(
+    header: list[str], body: list[tuple[int, list[str]]], length: int | None, depth: int | None
+) -> Reading:
+    """Runs side by side that state a mean acceptance length and no rate or counts: each a
+    partial record of its length, with its k where a row of the table states it ('steps |
+    3 | 3'); fewer than two runs with a length make none (nothing to set it beside)."""
+    readings: list[Reading] = []
+    for i, cells in body:
+        n = cell_number(cells[length]) if length is not None and len(cells) == len(header) else None
+        if n is None or n[1] or n[0] < 1:
+            continue
+        reading = Reading(offset=i)
+        reading.values = {"mean_acceptance_length": n[0], "partial": True}
+        k = cell_number(cells[depth]) if depth is not None else None
+        if k is not None and k[0].is_integer() and not k[1] and 1 <= k[0] <= 64:
+            reading.values["k"] = int(k[0])
+        reading.extra = {"row": cells[0]}
+        readings.append(reading)
+    if len(readings) < 2:
+        return Reading()
     readings[0].more = readings[1:]
     return readings[0]
 
