@@ -34,6 +34,7 @@ COUNTS = ("interval", "cumulative")
 # json_keys: a JSON document's keys pasted a line each (fields.read_json_keys)
 # bullets: an author's settings a bullet each, one with speculation off (bullets.read_bullets)
 # bare_table: an author's table without outer pipes (bare.read_bare_table)
+# joined_tables: a baseline's table and speculation's in one paste (joined.read_joined_tables)
 # assignments: a program's summary, 'label = value' a line (assignments.read_assignments)
 PARSE_MODES = (
     "python_dict",
@@ -45,6 +46,7 @@ PARSE_MODES = (
     "labelled",
     "bullets",
     "bare_table",
+    "joined_tables",
     "assignments",
     None,
 )

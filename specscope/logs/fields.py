@@ -17,6 +17,7 @@ from specscope.logs.assignments import read_assignments
 from specscope.logs.bare import read_bare_table
 from specscope.logs.bullets import read_bullets
 from specscope.logs.definitions import Definition, FieldSpec
+from specscope.logs.joined import read_joined_tables
 from specscope.logs.limits import MAX_COUNT, max_k
 from specscope.logs.pyrepr import holding_keys, parse_python_dict_nested, split_top_level
 from specscope.logs.reading import Reading
@@ -271,6 +272,8 @@ def read_block(defn: Definition, text: str) -> Reading:
         return read_bullets(defn, text)
     if defn.parse == "bare_table":
         return read_bare_table(defn, text)
+    if defn.parse == "joined_tables":
+        return read_joined_tables(defn, text)
     if defn.parse == "spec_table":
         return read_spec_table(defn, text)
     if defn.parse == "json_keys":

@@ -196,7 +196,7 @@ class LineParser:
                 and self.feed_json(line, doc)
             ):
                 continue  # a response a runtime prefixed, a terminal coloured, a list holds
-            if self._block is not None and self._block.defn.parse == "bare_table":
+            if self._block is not None and self._block.defn.parse in _RAW_ROWS:
                 # A row's first cell is no service of docker compose ('receipt | 60.08 tok/s').
                 text = part
             self._feed_clean(line, text, cleaned.year)
@@ -218,6 +218,8 @@ class LineParser:
         goes on after it (a paste double-spaced), and so does a line held."""
         block = self._block
         if block is None or block.goes_on_after_blank():
+            if block is not None and block.defn.parse == "joined_tables":
+                block.lines.append("")  # its rows are quoted by their line in it
             return
         if len(block.lines) == 1 and is_caption(block.lines[0]):
             return
@@ -461,6 +463,8 @@ class LineParser:
 
 
 _JSON_DOC_LINES = 100_000
+# Tables without outer pipes: a row is read as pasted (see ``feed``).
+_RAW_ROWS = ("bare_table", "joined_tables")
 
 
 def parse_lines(lines: Iterable[tuple[int, str]], grammar: Grammar | None = None) -> ParseResult:
