@@ -16,6 +16,7 @@ from specscope.acceptance import weighted_acceptance
 from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.findings import Confidence, Finding, Severity
 from specscope.analysis.requests import request_rows
+from specscope.analysis.siblings import Side, side_rows
 from specscope.errors import UsageError
 from specscope.stats import one_sided, rate_interval
 from specscope.store import rollup
@@ -47,6 +48,8 @@ class Evidence:
     requests: pl.DataFrame | None = None
     # The drafter's measured cost (``analysis.drafter_cost.cost_rows``), for ``advise``.
     costs: dict[str, pl.DataFrame] | None = None
+    # The sides one paste sets against each other (``analysis.siblings``), from a store.
+    sides: list[Side] | None = None
 
     def data_parallel(self) -> set[str]:
         """The runs whose rows come from more than one engine, found in one pass."""
@@ -173,6 +176,7 @@ def gather(
     )
     ev.requests = request_rows(store, run_ids, since=None if since is None else now - since)
     ev.costs = cost_rows(store)
+    ev.sides = side_rows(store, run_ids, stated=STATED_RATE_FORMATS)
     return ev
 
 

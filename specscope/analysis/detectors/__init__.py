@@ -26,6 +26,7 @@ from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.detectors.prefix_cache import prefix_cache
 from specscope.analysis.detectors.requests import request_distribution
 from specscope.analysis.detectors.screens import Screen, narrowed
+from specscope.analysis.detectors.siblings import siblings
 from specscope.analysis.detectors.speedup import no_speedup
 from specscope.analysis.evidence import Evidence, gather
 from specscope.analysis.findings import KINDS, Finding, Severity
@@ -38,6 +39,7 @@ DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     low,
     cliff,
     k_too_large,
+    siblings,
     concurrency,
     prefix_cache,
     no_speedup,

@@ -34,6 +34,7 @@ from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.evidence import (
+    STATED_RATE_FORMATS,
     Evidence,
     detector_rows,
     evidence_from,
@@ -41,6 +42,7 @@ from specscope.analysis.evidence import (
 )
 from specscope.analysis.findings import Finding
 from specscope.analysis.requests import request_rows
+from specscope.analysis.siblings import side_rows
 from specscope.schema import polars_schema
 from specscope.store import rollup
 from specscope.store.reading import Store
@@ -169,6 +171,9 @@ def gather_needed(
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for kept in pool.map(screened, _batches(size, batch_rows)):
             need.update(kept)
+    # The sides one paste compares: their runs read whole.
+    sides = side_rows(store, wanted, stated=STATED_RATE_FORMATS)
+    need.update(side.run_id for side in sides)
     need.discard("")
     chosen = pl.col("run_id").is_in(sorted(need))
 
@@ -201,6 +206,7 @@ def gather_needed(
         per_run={r: ev.per_run[r] for r in base.per_run if r in ev.per_run},
         requests=request_rows(store, wanted),
         costs=cost_rows(store),
+        sides=sides,
     )
 
 
