@@ -188,6 +188,7 @@ STATED_RATE_FORMATS = (
     "stated_acceptance_bullets",
     "stated_acceptance_heading",
     "stated_acceptance_positions",  # no rate: the rates' mean is a value nobody stated
+    "stated_claims_acceptance",  # a rate in words ('close to 0%'): parsers/stated_claims*.toml
     "spec_decode_table",
 )
 

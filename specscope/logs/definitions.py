@@ -36,6 +36,7 @@ COUNTS = ("interval", "cumulative")
 # bare_table: an author's table without outer pipes (bare.read_bare_table)
 # joined_tables: a baseline's table and speculation's in one paste (joined.read_joined_tables)
 # assignments: a program's summary, 'label = value' a line (assignments.read_assignments)
+# claims: an author's verdict in a sentence, its lexicons in `keys` (claims.ClaimWatch)
 PARSE_MODES = (
     "python_dict",
     "key_value",
@@ -44,6 +45,7 @@ PARSE_MODES = (
     "spec_table",
     "json_keys",
     "labelled",
+    "claims",
     "bullets",
     "bare_table",
     "joined_tables",

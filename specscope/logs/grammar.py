@@ -58,8 +58,11 @@ class Grammar:
             for ds in by_anchor.values()
             if (anchor := ds[0].anchor) is not None  # always: by_anchor holds only these
         ]
-        # (A block of labelled results is watched over a fence: logs.labelled.)
-        self.blocks = [d for d in defs if d.kind == "block" and d.parse != "labelled"]
+        # (A block of labelled results is watched over a fence: logs.labelled; a claim in
+        # a sentence is read by logs.claims.)
+        self.blocks = [
+            d for d in defs if d.kind == "block" and d.parse not in ("labelled", "claims")
+        ]
         self.json_docs = [d for d in defs if d.kind == "json"]
         self.configs = [d for d in defs if d.kind == "config"]
         self.events = [e for d in defs if d.kind == "event" for e in d.events]

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import regex
 
 from specscope.logs.checks import guarded
+from specscope.logs.claims import ClaimWatch
 from specscope.logs.clean import clean_line
 from specscope.logs.config_events import ConfigsAndEvents
 from specscope.logs.definitions import Definition, load_definitions
@@ -63,6 +64,10 @@ class LineParser:
         self._pastes = Pastes(self.grammar.definitions, self)  # pasted /metrics text
         # Result blocks under labels in a fence (specscope.logs.labelled).
         self._labelled = LabelledResults(self.grammar.definitions, self._keep_labelled)
+        # Verdicts stated in sentences (specscope.logs.claims), kept at the end.
+        self._claims = ClaimWatch(
+            self.grammar.definitions, self._keep_claim, lambda t: bool(self.grammar.envelopes_in(t))
+        )
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -188,6 +193,7 @@ class LineParser:
                 self.blank()  # a quote's or a container's empty line ('> ', 'vllm-1  | ')
                 continue
             text = cleaned.text
+            self._claims.see(line, text)
             doc = text[bullet.end() :] if (bullet := _BULLET.match(text)) else text
             if (
                 doc.startswith(("{", "[{"))
@@ -404,6 +410,10 @@ class LineParser:
         self._finish_config()
         self._labelled.close()
         self._pastes.close()
+        spec = self.tables.get("spec_decode", [])
+        stated = sum(1 for r in spec if str(r.get("format", "")).startswith("stated_"))
+        counted = sum(r.counts.get("spec_decode", 0) for r in self.runs) > stated
+        self._claims.close(self.tables, counted)
         runs = [r for r in self.runs if r.used]
         return ParseResult(
             self.tables, runs, self.skipped, self.lines, self.telemetry_lines, self.patches
@@ -441,6 +451,11 @@ class LineParser:
         reason = self.records.keep(defn, Origin(first, last, None), reading, {})
         if reason:
             self.skipped.append(Skip(first, reason, str(reading.values.get("stated", ""))[:300]))
+
+    def _keep_claim(self, defn: Definition, line: int, reading: Reading) -> None:
+        reason = self.records.keep(defn, Origin(line, line, None), reading, {})
+        if reason:
+            self.skipped.append(Skip(line, reason, str(reading.extra.get("stated", ""))[:300]))
 
     @guarded("a block")
     def _finish_block(self) -> None:

@@ -3,6 +3,7 @@ sequences. (Whether speculation is faster at all: ``speedup``.)"""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
 
@@ -18,7 +19,7 @@ from specscope.analysis.evidence import (
     finding_for,
     strength,
 )
-from specscope.analysis.findings import Finding, Severity
+from specscope.analysis.findings import Confidence, Finding, Severity
 from specscope.stats import wilson
 
 
@@ -47,7 +48,7 @@ def _one_after_another(ev: Evidence, run_ids: list[str]) -> list[str]:
 
 
 def concurrency(ev: Evidence) -> list[Finding]:
-    out = []
+    out = _stated(ev)
     cfg = ev.config["concurrency_collapse"]
     need = ev.config["evidence"]["min_drafts_per_side"]
     usable = (
@@ -112,6 +113,51 @@ def concurrency(ev: Evidence) -> list[Finding]:
                     level,
                     below_test(many, one, ("with two or more running", "with one")),
                     {"drafts": one["drafts"] + many["drafts"]},
+                ),
+            )
+        )
+    return out
+
+
+# An author's word that speculation slows down as soon as requests share a batch
+# (parsers/stated_claims.toml: a claim under a condition of concurrency above one) rests on
+# no counts: suggestive at most, as every stated claim is.
+STATED = "the author's words, not counts: the slowdown with more than one request as stated"
+
+
+def _stated(ev: Evidence) -> list[Finding]:
+    if "extra" not in ev.bench.columns or ev.bench.is_empty():
+        return []
+    said = ev.bench.filter(pl.col("extra").str.contains('"concurrency": true', literal=True))
+    out = []
+    for row in said.to_dicts():
+        extra = json.loads(row["extra"])
+        if extra.get("claim") != "slower":
+            continue
+        line = row["line"] or 0
+        out.append(
+            Finding(
+                kind="concurrency_collapse",
+                severity=Severity.WARNING,
+                run_id=row["run_id"],
+                source=row["source"],
+                lines=(line, line),
+                window=(None, None),
+                explanation="The author says speculation slows down once more than one "
+                f"request runs (line {line}: \u201c{extra.get('stated', '')}\u201d): what pays "
+                "at one request loses as soon as requests share a batch. No counts in the "
+                "paste say whether acceptance or the cost of verifying falls.",
+                next_step="measure acceptance and throughput at concurrency 1 and 2 (vllm "
+                "bench serve --max-concurrency 1 / 2, with and without speculation) and paste "
+                "the spec-decode lines of both",
+                measured={"stated": "slower", "condition": extra.get("condition")},
+                expected={"speedup above": ev.config["no_speedup"]["max_ratio"]},
+                sample={"stated claim": 1},
+                confidence=Confidence(
+                    "suggestive",
+                    "the author's word, without numbers",
+                    {"stated claim": 1},
+                    [STATED],
                 ),
             )
         )

@@ -160,7 +160,13 @@ def concurrency(ev: Evidence) -> set[str] | None:
     runs of a source with the same configuration that overlap no other in time), must
     show the collapse in their summed counts. The detector forms its setups from the runs
     it is given, so a setup is kept whole: every run of a (source, configuration) where
-    any of its groups passes."""
+    any of its groups passes. An author's claim of a slowdown under concurrency (a bench
+    row's ``"concurrency": true``, parsers/stated_claims.toml) is read whatever the runs:
+    with any, no screen."""
+    if "extra" in ev.bench.columns and ev.bench["extra"].str.contains(
+        '"concurrency": true', literal=True
+    ).any():
+        return None
     whole, by_engine = _sides(ev)
     sides = {r["run_id"]: r for r in whole.to_dicts()}
     # A data-parallel run is judged engine by engine there (its sum can hide one engine),

@@ -105,6 +105,8 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
         if said.get("claim") == "slower":
             out.append(_claimed(ev, row, said))
             continue
+        if not spec and said.get("side") == "baseline" and measure:
+            spec = _measured_beside(ev, row, measure, told)  # 'I usually get about 11 t/s'
         if not spec or not base:
             continue  # a stated comparison whose values do not compare (its problems say why)
         ratio = _ratio(measure, spec, base)
@@ -145,6 +147,25 @@ def _stated(ev: Evidence, told: pl.Series) -> list[Finding]:
             )
         )
     return out
+
+
+def _measured_beside(
+    ev: Evidence, row: dict[str, Any], measure: str, told: pl.Series
+) -> float | None:
+    """The paste's own speculative measurement beside a rate its author usually gets
+    without speculation: a tool's result in the same source (the slowest, if several)."""
+    bench = ev.bench.filter(~told)
+    if measure not in bench.columns:
+        return None
+    spec = bench.filter(
+        pl.col("speculative").fill_null(False)
+        & (pl.col("source") == row["source"])
+        & pl.col(measure).is_not_null()
+    )
+    if spec.is_empty():
+        return None
+    best = spec[measure].max() if measure in ("duration_s", "mean_tpot_ms") else spec[measure].min()
+    return scalar(best, float)
 
 
 def _stated_finding(

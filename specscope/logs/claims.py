@@ -1,0 +1,435 @@
+"""An author's verdict on speculation stated in prose, read by sentence and clause instead of
+one regex per wording (``parsers/stated_claims.toml`` holds the lexicons and the samples,
+``parsers/stated_claims_acceptance.toml`` the acceptance this reader keeps).
+
+A sentence is cut into clauses; in each the reader looks for a subject (speculation named, or
+a measure of it), a predicate with its polarity, a reference (decoding without speculation)
+and the numbers on either side. A hedge, a quote or a question belongs to its clause: it makes
+that clause no claim and leaves the others alone. A condition ('if NUM_PARALLEL is larger than
+one') is kept with the claim it conditions. Only what blames speculation is kept as a record
+(``bench`` rows like ``stated_speedup_words``, partial ``spec_decode`` rows like
+``stated_acceptance``); a positive claim is read (``read_claims``) and kept nowhere.
+
+Every pattern is a flat alternation of words (no nested quantifier): a line of any length is
+read in linear time. The reader sees only the lines the line parser is fed (it adds no
+literal): a server log's lines stay where the bulk reader puts them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from specscope.logs.definitions import Definition
+from specscope.logs.reading import Reading
+
+ROLES = (
+    "speed", "time", "acceptance", "prefill", "slower", "lower", "higher", "faster", "zero",
+    "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
+    "versus", "rate", "depth", "first_person",
+)  # fmt: skip
+MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
+CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
+_MARKUP = re.compile(r"\*\*|__|`|^\s*(?:[-*+>]\s+|#+\s+|\d+\.\s+)+")
+_CLAUSE = re.compile(r"[,:](?=\s)|\s(?=(?:but|however|although|though|whereas)\s)", re.I)
+_LEAD = re.compile(r"^(?:and|so|also|but|however|although|though|whereas)\s+", re.I)
+_FROM_TO = re.compile(
+    r"(?<![\w.])from\s+~?(\d+(?:\.\d+)?)\s?(%?)\s+to\s+~?(\d+(?:\.\d+)?)\s?(%?)(?![%\d.])(?!\s?[-–~]\s?\d)"
+)  # (not to a range: '10% to 50% - 80%' sums up settings)
+_ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
+_RATIO = re.compile(r"\d\s?(?:%|×|x(?![a-z]))", re.I)
+_PER_STEP_MAX = 16.0  # a mean acceptance length is at most a depth plus one
+_STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
+
+Keep = Callable[[Definition, int, Reading], None]
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The compiled word lists of the claims definitions."""
+
+    subject: regex.Pattern[str]
+    acceptance_subject: regex.Pattern[str]
+    words: Mapping[str, regex.Pattern[str]]
+
+    def find(self, role: str, text: str) -> regex.Match[str] | None:
+        return self.words[role].search(text)
+
+    def has(self, role: str, text: str) -> bool:
+        return self.words[role].search(text) is not None
+
+
+@dataclass
+class Claim:
+    """One clause's verdict: ``kind`` slower / faster / zero / length / rate / comparison /
+    baseline; the words quoted, the condition kept, the values bound."""
+
+    kind: str
+    stated: str
+    condition: str | None = None
+    concurrency: bool = False
+    spec: float | None = None
+    base: float | None = None
+    unit: str | None = None
+    k: int | None = None
+    needs_subject: bool = False  # speculation must be named on a line around it
+    colon: bool = False  # the sentence ends in ':' and introduces what follows
+
+    @property
+    def blames(self) -> bool:
+        return self.kind != "faster"
+
+
+def lexicon(definitions: Iterable[Definition]) -> Lexicon | None:
+    """The lexicons, from the definitions that hold them (None without them)."""
+    defs = {d.name: d for d in definitions if d.parse == "claims"}
+    speed, acc = defs.get("stated_claims"), defs.get("stated_claims_acceptance")
+    if speed is None or acc is None or speed.anchor is None or acc.anchor is None:
+        return None
+    words = {r: regex.compile(speed.keys[r], regex.I) for r in ROLES if r in speed.keys}
+    if len(words) != len(ROLES):
+        return None
+    return Lexicon(speed.anchor, acc.anchor, words)
+
+
+def sentences(text: str) -> list[tuple[str, str]]:
+    """The sentences of a line, each with the mark that ended it ('' at the line's end): a
+    full stop that is no decimal point or part of a name ('0.8', 'vllm0.25.1'), ';', '!',
+    '?' or ':' at the end."""
+    out: list[tuple[str, str]] = []
+    start = 0
+    for i, ch in enumerate(text):
+        ends = ch in "!?;" or (ch == "." and (i + 1 == len(text) or text[i + 1].isspace()))
+        if ends:
+            if text[start:i].strip():
+                out.append((text[start:i].strip(), ch))
+            start = i + 1
+    if text[start:].strip():
+        tail = text[start:].strip()
+        mark = ":" if tail.endswith(":") else ""
+        out.append((tail.rstrip(":").strip(), mark))
+    return out
+
+
+def _clauses(sentence: str) -> list[str]:
+    out, start = [], 0
+    for m in _CLAUSE.finditer(sentence):
+        out.append(sentence[start : m.start()].strip())
+        start = m.end()
+    out.append(sentence[start:].strip())
+    return [_LEAD.sub("", c) for c in out if c]
+
+
+def _negated(lex: Lexicon, clause: str, at: int) -> bool:
+    """A negation in the few words before a predicate ('not slower', "doesn't hurt", 'no
+    slowdown', 'no longer drops')."""
+    before = clause[max(0, at - 24) : at]
+    return lex.has("negation", before) or bool(re.search(r"(?<![\w-])no\s+$", before, re.I))
+
+
+def _condition(lex: Lexicon, clause: str, before: str | None) -> str | None:
+    """The condition of a clause: the last clause before it that opens with one
+    (``before``), or the words from one inside it, after its predicate."""
+    if before is not None:
+        return before
+    m = lex.find("condition", clause)
+    if m is None or m.start() == 0 or lex.has("reference", clause[m.start() :]):
+        return None  # ('compared to when no draft model is used': the other side)
+    return clause[m.start() :]
+
+
+def _other_method(lex: Lexicon, clause: str, at: int) -> bool:
+    """Set against something else after its predicate ('slower than EAGLE-2', 'slower on
+    GB10 than on the M5 Max'), not against decoding without speculation."""
+    m = lex.find("versus", clause[at:])
+    if m is None:
+        return False
+    rest = clause[at + m.end() : at + m.end() + 40]
+    return not lex.has("reference", rest)
+
+
+def _depth(lex: Lexicon, sentence: str) -> int | None:
+    m = lex.find("depth", sentence)
+    return int(next(g for g in m.groups() if g)) if m is not None else None
+
+
+def _speed(lex: Lexicon, clause: str) -> str | None:
+    """slower / faster as the clause's predicate says it, or None (also where a condition
+    comes before it in the clause: 'stops once its cycles measure slower' is a rule)."""
+    m = lex.find("slower", clause)
+    if m is not None and lex.has("condition", clause[: m.start()]):
+        return None
+    if m is not None and not _negated(lex, clause, m.start()):
+        return None if _other_method(lex, clause, m.end()) else "slower"
+    rate, time = lex.find("speed", clause), lex.find("time", clause)
+    if rate is None and time is None:
+        return "faster" if lex.has("faster", clause) else None
+    down, up = lex.find("lower", clause), lex.find("higher", clause)
+    for hit, slower_if in ((down, rate is not None), (up, time is not None and rate is None)):
+        if hit is not None and lex.has("condition", clause[: hit.start()]):
+            return None
+        if hit is not None and not _negated(lex, clause, hit.start()):
+            if slower_if and not _other_method(lex, clause, hit.end()):
+                return "slower"
+            return "faster"
+    return None
+
+
+def _acceptance(lex: Lexicon, clause: str, k: int | None) -> Claim | None:
+    zero = lex.find("zero", clause)
+    # ('nothing is accepted by the MTP head': the words of acceptance are the predicate's)
+    spoken = lex.acceptance_subject.search(clause) is not None
+    if zero is not None and (
+        spoken or ("accept" in zero[0].lower() and lex.subject.search(clause))
+    ):
+        return None if _negated(lex, clause, zero.start()) else Claim("zero", clause, spec=0.0)
+    if not spoken:
+        return None
+    change = _FROM_TO.search(clause)
+    if change is None:
+        return None
+    a, b = float(change[1]), float(change[3])
+    percent = bool(change[2] or change[4])
+    rate_word = re.search(r"rate", clause[: change.start()], re.I) is not None
+    if percent or (rate_word and max(a, b) <= 1):
+        value = min(a, b) / (100 if percent else 1)
+        return Claim("rate", clause, spec=round(value, 12))
+    if min(a, b) < 1 or max(a, b) > _PER_STEP_MAX:
+        return None
+    return Claim("length", clause, spec=min(a, b), k=k)
+
+
+def _rates(lex: Lexicon, sentence: str) -> Claim | None:
+    """A rate set against a stated base rate, or a usual rate alone (the baseline side)."""
+    found = list(lex.words["rate"].finditer(sentence))
+    if not found or len(found) > 2 or not lex.has("first_person", sentence):
+        return None  # (whose rates? a label's, a document's)
+    base = []
+    last = 0
+    for m in found:
+        before = sentence[max(last, m.start() - 40) : m.start()]
+        after = sentence[m.end() : m.end() + 20]
+        refs = list(lex.words["reference"].finditer(before))
+        base.append(bool(refs) or re.match(r"\s*(?:without|w/o|baseline)", after, re.I) is not None)
+        last = m.end()
+    if len(found) == 2 and base.count(True) == 1:
+        spec = found[base.index(False)]
+        bas = found[base.index(True)]
+        s, b = float(spec[1]), float(bas[1])
+        if s >= b:
+            return Claim("faster", sentence)
+        # The author's own rate against the base rate they state: what is measured against
+        # decoding without speculation is speculation (its name may be lines away).
+        return Claim("comparison", sentence, spec=s, base=b, unit=spec[2])
+    if len(found) == 1 and base[0]:
+        return Claim("baseline", sentence, base=float(found[0][1]), unit=found[0][2])
+    return None
+
+
+def _blocked(lex: Lexicon, clause: str, conditioned: bool) -> bool:
+    """A hedge, a forecast, a quote of others in the clause: no claim of the author's own."""
+    if lex.has("hedge", clause) or lex.has("quote", clause):
+        return True
+    return lex.has("will", clause) and not conditioned
+
+
+def read_sentence(lex: Lexicon, sentence: str, mark: str, spoken_of: bool) -> list[Claim]:
+    """The claims of one sentence; ``spoken_of``: its line named speculation before it."""
+    if mark == "?":
+        return []
+    clauses = _clauses(sentence)
+    named = lex.subject.search(sentence) is not None
+    out: list[Claim] = []
+    rates = _rates(lex, sentence)
+    if rates is not None:
+        where = next((c for c in clauses if lex.words["rate"].search(c)), sentence)
+        if not _blocked(lex, where, False) and not lex.has("prefill", where):
+            if rates.kind == "baseline":
+                rates.stated = where
+            return [rates]
+    # (each clause looked at once: where the last condition and subject before it are)
+    last_cond: int | None = None
+    last_subject: int | None = None
+    rated, mine = lex.has("rate", sentence), lex.has("first_person", sentence)
+    depth = _depth(lex, sentence)
+    for i, clause in enumerate(clauses):
+        opens = lex.find("condition", clause)
+        has_subject = lex.subject.search(clause) is not None
+        at = (last_cond, None if has_subject else last_subject)
+        if has_subject:
+            last_subject = i
+        if opens is not None and opens.start() == 0:
+            last_cond = i
+            continue
+        cond = _condition(lex, clause, None if last_cond is None else clauses[last_cond])
+        concrete = cond is not None and lex.has("concrete", cond)
+        if (cond is not None and not concrete) or _blocked(lex, clause, concrete):
+            continue  # ('if acceptance is low, ...': a rule, not an observation)
+        if lex.has("prefill", clause):
+            continue
+        first = min((j for j in at if j is not None), default=i)
+        acc = _acceptance(lex, clause, depth)
+        if acc is not None:
+            out.append(_with_condition(lex, acc, clauses[first : i + 1], cond))
+            continue
+        if lex.acceptance_subject.search(clause) is not None and not lex.has("speed", clause):
+            continue  # acceptance lower or higher, no value: nothing to keep
+        said = _speed(lex, clause)
+        numbered = rated or _RATIO.search(clause) is not None
+        if said is None or (said == "slower" and numbered):
+            continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
+        absent = _names_absence(lex, clause)
+        if said == "slower" and not (mine or absent):
+            continue  # whose run? (a bare 'slower than baseline' in a document)
+        claim = _with_condition(lex, Claim(said, clause), clauses[first : i + 1], cond)
+        spoken = lex.has("reference", clause) and spoken_of
+        claim.needs_subject = not (named or spoken or absent)
+        out.append(claim)
+    return out
+
+
+def _names_absence(lex: Lexicon, clause: str) -> bool:
+    """The reference names speculation itself ('when no draft model is used')."""
+    return any(_ABSENT.search(m[0]) for m in lex.words["reference"].finditer(clause))
+
+
+def _with_condition(lex: Lexicon, claim: Claim, span: list[str], cond: str | None) -> Claim:
+    """The claim's words: its clause, with the clauses before it that hold its condition or
+    its subject when the clause lacks them (``span``)."""
+    claim.stated = ", ".join(span)
+    claim.condition = cond
+    claim.concurrency = cond is not None and lex.has("concurrent", cond)
+    return claim
+
+
+def read_claims(lex: Lexicon, text: str) -> list[Claim]:
+    """Every claim of a line of prose, positive ones included."""
+    clean = " ".join(_MARKUP.sub("", text).split())
+    out: list[Claim] = []
+    spoken_of = False
+    for sentence, mark in sentences(clean):
+        for claim in read_sentence(lex, sentence, mark, spoken_of):
+            claim.colon = mark == ":"
+            out.append(claim)
+        spoken_of = spoken_of or lex.subject.search(sentence) is not None
+    if any(c.kind == "baseline" for c in out) and not spoken_of:
+        out = [c for c in out if c.kind != "baseline"]  # a rate of what, then?
+    return out
+
+
+@dataclass
+class _Pending:
+    line: int
+    claim: Claim
+    after: int = 0  # lines seen since, while its subject is looked for
+
+
+@dataclass
+class ClaimWatch:
+    """Watches the prose lines the parser is fed; at the end keeps the claims no other
+    definition read on the same line."""
+
+    definitions: Iterable[Definition]
+    keep: Callable[[Definition, int, Reading], None]
+    is_log: Callable[[str], bool]
+    found: list[_Pending] = field(default_factory=list)
+    waiting: list[_Pending] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        defs = list(self.definitions)
+        self.lex = lexicon(defs)
+        self.defs = {d.name: d for d in defs if d.parse == "claims"}
+        lex = self.lex
+        self._trigger = (
+            regex.compile(
+                "|".join(lex.words[r].pattern for r in ("slower", "lower", "higher", "zero"))
+                + "|"
+                + lex.words["reference"].pattern
+                + "|"
+                + lex.words["rate"].pattern,
+                regex.I,
+            )
+            if lex is not None
+            else None
+        )
+
+    def see(self, line: int, text: str) -> None:
+        lex = self.lex
+        if lex is None or self._trigger is None:
+            return
+        for p in list(self.waiting):
+            p.after += 1
+            if lex.subject.search(text):
+                self.waiting.remove(p)
+                self.found.append(p)
+            elif p.after >= CONTEXT_LINES:
+                self.waiting.remove(p)
+        if len(text) <= MAX_LINE and self._trigger.search(text) and not self.is_log(text):
+            for claim in read_claims(lex, text):
+                if claim.blames:
+                    self._place(_Pending(line, claim))
+
+    def _place(self, p: _Pending) -> None:
+        if not p.claim.needs_subject:
+            self.found.append(p)
+        elif p.claim.colon:
+            self.waiting.append(p)  # speculation named in what the colon introduces?
+
+    def close(self, tables: Mapping[str, list[dict[str, Any]]], counted: bool) -> None:
+        """Keep what was found, where no other definition read the line. One claim, one
+        record: acceptance in words is left out where the paste counts acceptance itself
+        (``counted``: 'raises draft acceptance from 10% to 49%' under the table of counts),
+        and a slowdown in words where the author's numbers already state one."""
+        taken = {t: {r.get("line") for r in rows} for t, rows in tables.items()}
+        numbers = any(_STATED in (r.get("extra") or "") for r in tables.get("bench", []))
+        for p in self.found:
+            if (counted and p.claim.kind in ("zero", "rate", "length")) or (
+                numbers and p.claim.kind == "slower"
+            ):
+                continue
+            defn, reading = self._record(p.claim)
+            if defn is None or reading is None or p.line in taken.get(defn.table or "", set()):
+                continue
+            taken.setdefault(defn.table or "", set()).add(p.line)
+            self.keep(defn, p.line, reading)
+        self.found, self.waiting = [], []
+
+    def _record(self, claim: Claim) -> tuple[Definition | None, Reading | None]:
+        said: dict[str, Any] = {"stated": " ".join(claim.stated.split())}
+        values: dict[str, Any] = {}
+        if claim.kind in ("zero", "rate", "length"):
+            defn = self.defs.get("stated_claims_acceptance")
+            values["partial"] = True
+            if claim.kind == "length":
+                values["mean_acceptance_length"] = claim.spec
+                if claim.k is not None:
+                    values["k"] = claim.k
+            else:
+                values["reported_rate"] = claim.spec
+            said["claim"] = "zero" if claim.kind == "zero" else claim.kind
+        else:
+            defn = self.defs.get("stated_claims")
+            values["speculative"] = True
+            if claim.kind == "slower":
+                said["claim"] = "slower"
+            elif claim.kind == "comparison":
+                values["output_throughput"] = claim.spec
+                said |= {"baseline": claim.base, "unit": claim.unit}
+                said["measure"] = "output_throughput"
+            elif claim.kind == "baseline":
+                said |= {"baseline": claim.base, "unit": claim.unit}
+                said |= {"measure": "output_throughput", "side": "baseline"}
+            else:
+                return None, None
+        if claim.condition:
+            said["condition"] = " ".join(claim.condition.split())
+        if claim.concurrency:
+            said["concurrency"] = True
+        return defn, Reading(values=values, extra=said)
+
+
+__all__ = ["Claim", "ClaimWatch", "Lexicon", "lexicon", "read_claims", "sentences"]
