@@ -242,3 +242,42 @@ def test_one_run_has_no_sides(tmp_path: Path, text: str) -> None:
     before = [f.to_dict() for f in findings_of(ev)]
     ev.sides = None
     assert [f.to_dict() for f in findings_of(ev)] == before
+
+
+def _bench_spec(output: float, k: int, first: float = 0.85, keep: float = 0.8) -> str:
+    """A ``vllm bench serve`` block of 0.14+ with its Speculative Decoding section."""
+    drafts = 20000
+    rates = [first * keep**i for i in range(k)]
+    accepted = [round(r * drafts) for r in rates]
+    positions = "\n".join(f"Position {i}: {100 * r:.2f}" for i, r in enumerate(rates))
+    return (
+        "============ Serving Benchmark Result ============\n"
+        "Successful requests:                     80\n"
+        "Maximum request concurrency:             8\n"
+        "Benchmark duration (s):                  60.00\n"
+        "Total input tokens:                      81920\n"
+        "Total generated tokens:                  20480\n"
+        f"Output token throughput (tok/s):        {output:.2f}\n"
+        "---------------Speculative Decoding---------------\n"
+        f"Acceptance rate (%): {100 * sum(accepted) / (k * drafts):.2f}\n"
+        f"Acceptance length: {1 + sum(accepted) / drafts:.2f}\n"
+        f"Drafts: {drafts}\n"
+        f"Draft tokens: {k * drafts}\n"
+        f"Accepted tokens: {sum(accepted)}\n"
+        "Per-position acceptance (%):\n"
+        f"{positions}\n"
+        "==================================================\n"
+    )
+
+
+@pytest.mark.parametrize(("at_4", "at_8", "blamed"), [(900.0, 700.0, True), (700.0, 900.0, False)])
+def test_benchmarks_with_their_speculative_sections(
+    tmp_path: Path, at_4: float, at_8: float, blamed: bool
+) -> None:
+    """A depth sweep as ``vllm bench serve`` prints it: the mean length rises with k (no
+    blame from acceptance), the throughput decides."""
+    text = _bench_spec(at_4, 4) + "\nnum_speculative_tokens=8:\n\n" + _bench_spec(at_8, 8)
+    found = _compared(_findings(tmp_path, text), "k_too_large")
+    assert bool(found) is blamed
+    if blamed:
+        assert found[0].measured["k"] == 8 and found[0].measured["output_throughput"] == at_8
