@@ -281,3 +281,17 @@ def test_benchmarks_with_their_speculative_sections(
     assert bool(found) is blamed
     if blamed:
         assert found[0].measured["k"] == 8 and found[0].measured["output_throughput"] == at_8
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "blamed"), [("k=3", "k=5", True), ("k=3, chat", "k=5, code", False)]
+)
+def test_a_table_at_two_k(tmp_path: Path, a: str, b: str, blamed: bool) -> None:
+    """Two depths side by side in a table, k in a steps row: the larger k accepting fewer
+    tokens a step is too large, unless the workload changed with it."""
+    text = (
+        f"| | {a} | {b} |\n|---|---|---|\n| num_speculative_tokens | 3 | 5 |\n"
+        "| Mean acceptance length | 2.60 | 2.10 |\n"
+    )
+    found = _compared(_findings(tmp_path, text), "k_too_large")
+    assert bool(found) is blamed, [f.explanation for f in found]

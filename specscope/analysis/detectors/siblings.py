@@ -89,6 +89,8 @@ def _k_sweeps(ev: Evidence, sides: list[Side]) -> list[Finding]:
     for a, b in combinations(sides, 2):
         if not (a.k and b.k) or a.k == b.k or not _alike(ev, a, b):
             continue
+        if _confounded(a, b):
+            continue
         small, large = (a, b) if a.k < b.k else (b, a)
         if (large.run_id, large.k) in blamed:
             continue
@@ -358,9 +360,15 @@ def _below(ev: Evidence, low: Side, high: Side, margin: float, change: str) -> F
         "low_acceptance",
         low,
         explanation=f"Against its sibling {high.name} in the same paste, {low.name} accepts "
-        f"{gl:.2f} tokens a draft (mean acceptance length {1 + gl:.2f}) against {gh:.2f} "
-        f"({1 + gh:.2f}): {gl / gh:.0%} of it, under the {margin:.0%} a careful reader "
-        f"allows ({why}; {what} compared).",
+        + (
+            f"{gl:.2f} tokens a draft (mean acceptance length {1 + gl:.2f}) against {gh:.2f} "
+            f"({1 + gh:.2f})"
+            if _agg(ev, low).get("mean_acceptance_length") is not None
+            and _agg(ev, high).get("mean_acceptance_length") is not None
+            else f"{tl.rate:.1%} of its draft tokens against {th.rate:.1%}"
+        )
+        + f": {gl / gh:.0%} of it, under the {margin:.0%} a careful reader allows ({why}; "
+        f"{what} compared).",
         next_step=f"find what differs between {low.name} and {high.name} (cache path, "
         "disaggregation, a flag, the version): that change loses the drafter's acceptance",
         measured={"tau_minus_1": gl, "sibling": high.name, "sibling_tau_minus_1": gh},
@@ -425,6 +433,20 @@ def _change(ev: Evidence, a: Side, b: Side) -> str:
         if ra.get(key) is not None and rb.get(key) is not None and ra[key] != rb[key]:
             return "named"
     return "unknown"
+
+
+# A label's words that name the depth itself ('k=3', 'nst 5', '3 steps').
+_DEPTH = re.compile(r"k|nst|steps?|depth|n-max|num_speculative_tokens|draft|tokens?|spec")
+
+
+def _confounded(a: Side, b: Side) -> bool:
+    """Do two sides' labels change something besides k that lowers acceptance by itself
+    (k=3 on chat against k=5 on code)? Then the depth is not what the comparison shows."""
+    if not (a.labels and b.labels):
+        return False
+    differ = _words(a.labels) ^ _words(b.labels)
+    rest = {w for w in differ if not (_NUMBER.fullmatch(w) or _DEPTH.fullmatch(w))}
+    return any(_EXPECTED.fullmatch(w) for w in rest)
 
 
 def _words(labels: list[str]) -> set[str]:
