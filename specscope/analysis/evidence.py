@@ -207,6 +207,7 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
         return per_run.with_columns(
             pl.lit(None, pl.Float64).alias("stated_rate"),
             pl.lit(None, pl.Float64).alias("printed_rate"),
+            pl.lit(None, pl.List(pl.Float64)).alias("stated_curve"),
         )
     stated = pl.col("format").is_in(STATED_RATE_FORMATS)
     rates = (
@@ -223,6 +224,20 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
         .agg(pl.col("stated_rate").mean(), pl.col("printed_rate").mean())
         .collect()
     )
+    # A per-position curve printed or stated without counts (``stated_curve``): the run's
+    # one curve, as written (several different ones: none, no mean of them is printed).
+    curves = (
+        spec.filter(
+            pl.col("run_id").is_in(silent.to_list()) & pl.col("per_position_rate").is_not_null()
+        )
+        .group_by("run_id")
+        .agg(pl.col("per_position_rate").unique().alias("curves"))
+        .filter(pl.col("curves").list.len() == 1)
+        .select("run_id", pl.col("curves").list.first().cast(pl.List(pl.Float64)))
+        .rename({"curves": "stated_curve"})
+        .collect()
+    )
+    rates = rates.join(curves, on="run_id", how="full", coalesce=True)
     return per_run.join(
         rates.with_columns(pl.col("run_id").cast(per_run.schema["run_id"])),
         on="run_id",

@@ -2,7 +2,10 @@
 pay for drafting it. Both read the per-position counts (drafts whose position i was
 accepted): a position's rate is bounded like a proportion of the drafts, and a conditional
 rate a_i/a_(i-1) like a proportion of the drafts that reached position i-1. Where a log
-prints rates without counts, the rates are taken as they are, and the finding says so."""
+prints rates without counts, or an author states a curve ('per-index acceptance reads
+0.90/0.85/0.04'), the rates are taken as they are, and the finding says so (no sample: at
+most "suggestive"). A curve that declines steadily (0.50/0.22/0.09, conditionals 0.44 and
+0.41) is no cliff however low: a break is one position far below the others'."""
 
 from __future__ import annotations
 
@@ -38,6 +41,12 @@ def _positions(agg: Mapping[str, Any]) -> tuple[list[float], Bounds, list[str]] 
     """The run's per-position rates, a function giving each one's interval, and what had to
     be assumed (nothing when the log gives counts)."""
     a = [x for x in (agg.get("per_position") or []) if x is not None]
+    if len(a) < 2 and len(stated := agg.get("stated_curve") or []) >= 2:
+
+        def said(i: int, z: float) -> tuple[float, float]:
+            return (stated[i], stated[i])
+
+        return list(stated), said, ["no draft counts: the rates as stated, no sample behind them"]
     if len(a) < 2:
         return None
     counts = agg.get("accepted_per_pos") or []
