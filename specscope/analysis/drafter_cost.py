@@ -17,6 +17,14 @@ draft position it is c_step / k for a chain drafter).
   time per step and that of the implementations chained with it (n-gram lookups whose
   statistics follow the same request: their time since the start over the drafter's
   calls), which count as drafting's.
+- **vLLM** n-gram drafter benchmark (benchmarks/benchmark_ngram_proposer.py's table,
+  parsers/vllm_ngram_proposer_bench.toml): the proposer's mean time for a batch of N
+  requests, alone, with no target. It is set against the step of a vLLM n-gram run in the
+  same store: the run's engine-stats intervals give the step time (each running request
+  emits tau tokens a step, so a step takes running x tau / generation throughput), the
+  proposer's time for that many requests (it drafts each request in turn: its time over N,
+  times the running requests) is drafting's part of it, the rest the target's. It takes
+  the costliest row per request (a bound over the n-gram sizes benchmarked), said so.
 
 Measured at the load the run saw: a drafter's share grows with the batch it drafts for.
 """
@@ -27,6 +35,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from specscope.store.reading import Store
@@ -35,6 +44,8 @@ OVERHEAD_FORMATS = ("trtllm_iteration_stats", "prometheus_text_trtllm")
 STATISTICS = "llamacpp_statistics"
 EVAL_TIME = "llamacpp_eval_time"
 REQUEST = "llamacpp_request"
+PROPOSER_BENCH = "vllm_ngram_proposer_bench"
+LOOKUP_METHODS = ("ngram",)  # what the n-gram proposer's benchmark times
 
 
 @dataclass(frozen=True)
@@ -47,10 +58,12 @@ class MeasuredCost:
 def cost_rows(store: Store) -> dict[str, pl.DataFrame]:
     """The rows that carry a measured cost, few columns each: TensorRT-LLM's overhead by run
     (averaged in the scan), llama.cpp's statistics, eval-time and request lines."""
-    return costs_in(store.spec_decode, store.engine_stats)
+    return costs_in(store.spec_decode, store.engine_stats, store.bench)
 
 
-def costs_in(spec: pl.LazyFrame, engine_stats: pl.LazyFrame) -> dict[str, pl.DataFrame]:
+def costs_in(
+    spec: pl.LazyFrame, engine_stats: pl.LazyFrame, bench: pl.LazyFrame | None = None
+) -> dict[str, pl.DataFrame]:
     """``cost_rows`` of rows not in a store (what ``watch`` holds)."""
     overhead = (
         spec.filter(
@@ -73,8 +86,11 @@ def costs_in(spec: pl.LazyFrame, engine_stats: pl.LazyFrame) -> dict[str, pl.Dat
         .select(*lines, "extra")
         .collect()
     )
+    out = {"overhead": overhead}
+    if bench is not None:
+        out.update(_proposer_rows(bench, spec, engine_stats))
     if statistics.is_empty():  # the rest only serves llama.cpp's statistics
-        return {"overhead": overhead}
+        return out
     sources = statistics["source_id"].unique().to_list()
     evals = (
         engine_stats.filter((pl.col("format") == EVAL_TIME) & pl.col("source_id").is_in(sources))
@@ -86,7 +102,34 @@ def costs_in(spec: pl.LazyFrame, engine_stats: pl.LazyFrame) -> dict[str, pl.Dat
         .select(*lines, "accepted_tokens")
         .collect()
     )
-    return {"overhead": overhead, "statistics": statistics, "eval": evals, "requests": requests}
+    return {**out, "statistics": statistics, "eval": evals, "requests": requests}
+
+
+def _proposer_rows(
+    bench: pl.LazyFrame, spec: pl.LazyFrame, engine_stats: pl.LazyFrame
+) -> dict[str, pl.DataFrame]:
+    """vLLM's n-gram proposer benchmark rows, and where there are any, what sets them
+    against a run: each run's engine-stats intervals (running requests, generation
+    throughput) and its drafts and accepted tokens (its tau)."""
+    rows = (
+        bench.filter(pl.col("format") == PROPOSER_BENCH)
+        .select("line", "max_concurrency", "extra")
+        .collect()
+    )
+    if rows.is_empty():
+        return {}
+    intervals = (
+        engine_stats.filter((pl.col("running_reqs") > 0) & (pl.col("generation_throughput") > 0))
+        .select("run_id", "running_reqs", "generation_throughput")
+        .collect()
+    )
+    sums = (
+        spec.filter(pl.col("drafts").is_not_null() & pl.col("accepted_tokens").is_not_null())
+        .group_by("run_id")
+        .agg(pl.col("drafts").sum(), pl.col("accepted_tokens").sum())
+        .collect()
+    )
+    return {"proposer": rows, "intervals": intervals, "sums": sums}
 
 
 def measured_cost(
@@ -106,6 +149,10 @@ def measured_cost(
                 f"iteration, mean of {n:,}), c per step = o/(1-o)",
                 {"draft_overhead": o, "records": n},
             )
+    if "proposer" in costs:
+        found = _proposer(costs, run_id, runs.get(run_id, {}))
+        if found is not None:
+            return found
     if "statistics" not in costs:
         return None
     stats = costs["statistics"]
@@ -188,6 +235,65 @@ def _llamacpp(costs: dict[str, pl.DataFrame], row: dict[str, Any]) -> MeasuredCo
             "lines": [last["line"], line],
         },
     )
+
+
+def _proposer(
+    costs: dict[str, pl.DataFrame], run_id: str, run: dict[str, Any]
+) -> MeasuredCost | None:
+    """An n-gram run's cost from the proposer's benchmark (the module's docstring)."""
+    if run.get("spec_method") not in LOOKUP_METHODS:
+        return None
+    sums = costs["sums"].filter(pl.col("run_id") == run_id)
+    mine = costs["intervals"].filter(pl.col("run_id") == run_id)
+    if sums.is_empty() or mine.is_empty() or not int(sums["drafts"][0]):
+        return None
+    tau = 1 + int(sums["accepted_tokens"][0]) / int(sums["drafts"][0])
+    running_reqs = mine["running_reqs"].cast(pl.Float64)
+    steps_ms = 1000 * running_reqs * tau / mine["generation_throughput"]
+    running, step_ms = _median(running_reqs), _median(steps_ms)
+    row = _bench_row(costs["proposer"])
+    if row is None or running <= 0 or step_ms <= 0:
+        return None
+    draft_ms = row["propose_avg_us"] / row["requests"] * running / 1000
+    target_ms = step_ms - draft_ms
+    if target_ms <= 0:
+        return None
+    return MeasuredCost(
+        draft_ms / target_ms,
+        f"measured: vLLM n-gram proposer {row['propose_avg_us']:,.1f} us for {row['requests']:,} "
+        f"requests of {row['tokens']:,} tokens (max_ngram {row['max_ngram']}, the costliest row; "
+        f"benchmark line {row['line']}), {draft_ms:.3f} ms for the run's median "
+        f"{running:g} running, against its step of {step_ms:.2f} ms (running x tau "
+        f"{tau:.2f} / generation throughput, median of {mine.height:,} intervals)",
+        {
+            "draft_ms_per_step": draft_ms,
+            "target_ms_per_step": target_ms,
+            "step_ms": step_ms,
+            "running": running,
+            "tau": tau,
+            "max_ngram": row["max_ngram"],
+            "lines": [row["line"]],
+        },
+    )
+
+
+def _median(values: pl.Series) -> float:
+    return float(np.median(values.to_numpy())) if len(values) else 0.0
+
+
+def _bench_row(bench: pl.DataFrame) -> dict[str, Any] | None:
+    """The benchmark row that bounds the run's drafter: the costliest per request (the
+    run's prompt_lookup_max is not among what a run keeps of its config)."""
+    rows = []
+    for r in bench.iter_rows(named=True):
+        try:
+            extra = json.loads(r["extra"] or "{}")
+        except ValueError:
+            continue
+        avg, tokens, n = extra.get("propose_avg_us"), extra.get("tokens"), r["max_concurrency"]
+        if isinstance(avg, int | float) and avg > 0 and n is not None and n >= 1:
+            rows.append({**extra, "requests": int(n), "tokens": tokens or 0, "line": r["line"]})
+    return max(rows, key=lambda r: r["propose_avg_us"] / r["requests"]) if rows else None
 
 
 def _chained_ms(costs: dict[str, pl.DataFrame], row: dict[str, Any], request_line: int) -> float:
