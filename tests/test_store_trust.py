@@ -25,6 +25,7 @@ import specscope
 from specscope.cli.app import app
 from specscope.cli.check import EXAMPLES, check
 from specscope.errors import ExitStatus, StoreError
+from specscope.logs import staging
 from specscope.schema import store_columns
 from specscope.store import durable, locking, writing
 from specscope.store.check import check_store
@@ -415,6 +416,7 @@ def _ingest_on_full_disk(cli, stored):
 
 
 def test_full_disk_at_the_first_write(cli, stored, monkeypatch):
+    monkeypatch.setattr(staging, "MEMORY_BYTES", 0)  # the stage in files however small the log
     monkeypatch.setattr(pl.DataFrame, "write_ipc", _full)  # rows on their way, first of all
     _ingest_on_full_disk(cli, stored)
 

@@ -114,13 +114,13 @@ class Finished:
                 bad = whole["ts"].is_null() & whole["_month"].is_not_null()
                 if bad.any():  # rare: a format step for every row would cost each ingest
                     whole = whole.with_columns(_no_date(self.first_year))
+            if summing is not None:
+                # Sums of the batch at once: a sum a part costs each part polars' planning.
+                summing.add(table, whole)
             start = 0
             for size in sizes:
-                out = whole.slice(start, size)
+                yield whole.slice(start, size)
                 start += size
-                if summing is not None:
-                    summing.add(table, out)
-                yield out
             del whole
         if summing is not None and table not in self._summed:
             self._aggregates.merge(summing)

@@ -1,8 +1,9 @@
 """Rows on their way from the parser to the store: block by block, the line parser's dicts
-and the bulk reader's frames become one frame per table, in log order, written to a stage
-file so that memory stays flat however long the log. What a row's year needs from the
-rows before it (the months that rolled over, the last year a line printed) is worked out
-as the rows pass (``Years``).
+and the bulk reader's frames become one frame per table, in log order, kept in memory
+while they are few (most logs: written to Parquet straight from the frames) and in stage
+files once they are not, so that memory stays flat however long the log. What a row's
+year needs from the rows before it (the months that rolled over, the last year a line
+printed) is worked out as the rows pass (``Years``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ INTERNAL_COLUMNS = pl.Schema(
 
 
 _ROLLOVER = 6  # a month that jumps back by this much or more is a new year
+
+# Staged rows held in memory (polars' estimate) before the stage goes to files. The Arrow
+# IPC round trip costs 0.3 CPU s per 100 MB of server log (bench/README, issue 17), and
+# the rows of 100 MB take about 80 MB in memory: a log of up to some 20 MB skips it, and a
+# longer one spills what it held and goes on in files, its peak RSS up by at most this.
+MEMORY_BYTES = 16 << 20
 
 
 def _arrow_type(dtype: Any) -> pa.DataType:
@@ -141,10 +148,12 @@ class _Years:
 
 @dataclass
 class Stage:
-    """Rows out of the parser, table by table, in log order: in Arrow files under
-    ``directory`` (removed by ``close``), or in memory without one (small inputs)."""
+    """Rows out of the parser, table by table, in log order: in memory up to ``memory``
+    bytes, then in Arrow files under ``directory`` (removed by ``close``); all in memory
+    without one (``watch``, tests)."""
 
     directory: Path | None = None
+    memory: int | None = None  # MEMORY_BYTES
     parts: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     years: _Years = field(default_factory=_Years)
@@ -152,6 +161,8 @@ class Stage:
     bulk_rows: int = 0  # of them, rows read in bulk
     _waiting: dict[str, pl.DataFrame] = field(default_factory=dict)
     _made: bool = False  # the directory, by this stage
+    _held: int = 0  # bytes of the frames in ``parts``; -1 once they went to files
+    _files: int = 0
 
     def flush(
         self,
@@ -204,12 +215,36 @@ class Stage:
     def _keep(self, table: str, frame: pl.DataFrame) -> pl.DataFrame | Path:
         if self.directory is None:
             return frame
+        if self._held >= 0:
+            size = int(frame.estimated_size())
+            if self._held + size <= (MEMORY_BYTES if self.memory is None else self.memory):
+                self._held += size
+                return frame
+            self._spill()
+        return self._file(table, frame)
+
+    def _spill(self) -> None:
+        """The frames held so far go to files, in their places: from here on every part
+        is a file (memory holds none, however long the log goes on)."""
+        for table, parts in self.parts.items():
+            # In place: ``flush`` holds the list it appends the part being kept to.
+            parts[:] = [self._file(table, p) if isinstance(p, pl.DataFrame) else p for p in parts]
+        self._held = -1
+
+    def _file(self, table: str, frame: pl.DataFrame) -> Path:
+        assert self.directory is not None
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.directory / f"{table}-{self.flushes:06d}.arrow"
+        path = self.directory / f"{table}-{self._files:06d}.arrow"
+        self._files += 1
         frame.write_ipc(path, compression="lz4")
         return path
+
+    @property
+    def in_memory(self) -> bool:
+        """No part of the stage went to a file."""
+        return not self._made
 
     def lazy(self, table: str) -> pl.LazyFrame:
         parts = self.parts.get(table, [])
@@ -235,4 +270,4 @@ def detach(parser: LineParser) -> None:
             run.last_record[key] = (table, BulkRow(line=row["line"], engine=row.get("engine")))
 
 
-__all__ = ["INTERNAL_COLUMNS", "RECORD_TABLES", "Stage", "conform", "detach"]
+__all__ = ["INTERNAL_COLUMNS", "MEMORY_BYTES", "RECORD_TABLES", "Stage", "conform", "detach"]
