@@ -103,6 +103,29 @@ def sglang_lines(life: int, steps: int) -> list[str]:
     ]
 
 
+def sglang_setup_lines(life: int, steps: int) -> list[str]:
+    """SGLang 0.5.23's shape (srt/observability/metrics_collector.py): the same counters
+    beside the setup gauges of an EAGLE chain of 3 steps verifying 4 tokens, whose k the
+    pull reads from them as the paste reader does (parsers/prometheus_text_sglang.toml)."""
+    model = 'model_name="Qwen/Qwen3-8B",engine_type="unified"'
+    return [
+        "# TYPE sglang:generation_tokens_total counter",
+        f"sglang:generation_tokens_total{{{model}}} {2600.0 * steps}",
+        "# TYPE sglang:spec_verify_calls_total counter",
+        f"sglang:spec_verify_calls_total{{{model}}} {1000.0 * steps}",
+        *(
+            f"# TYPE sglang:{name} gauge\nsglang:{name}{{{model}}} {value}"
+            for name, value in (
+                ("spec_accept_length", 2.5),
+                ("spec_num_steps", 3.0),
+                ("spec_num_draft_tokens", 4.0),
+                ("spec_cap_length", 0.0),
+                ("spec_block_accept_length", 2.6),
+            )
+        ),
+    ]
+
+
 def trtllm_exact(row: dict[str, object]) -> None:
     assert row["drafts"] == 100 and row["draft_tokens"] == 260
     assert row["accepted_tokens"] == 148
@@ -122,9 +145,18 @@ def sglang_exact(row: dict[str, object]) -> None:
     assert row["format"] == "prometheus_sglang"
 
 
+def sglang_setup_exact(row: dict[str, object]) -> None:
+    assert row["drafts"] == 1000 and row["accepted_tokens"] == 1600
+    assert row["mean_acceptance_length"] == pytest.approx(2.6)
+    assert row["k"] == 3 and row["format"] == "prometheus_sglang"
+    for said in ('"spec_num_steps": 3.0', '"spec_num_draft_tokens": 4.0'):
+        assert said in str(row["extra"])
+
+
 CASES = [
     pytest.param(trtllm_lines, trtllm_exact, "tensorrt-llm", 3, id="tensorrt-llm"),
     pytest.param(sglang_lines, sglang_exact, "sglang", None, id="sglang"),
+    pytest.param(sglang_setup_lines, sglang_setup_exact, "sglang", 3, id="sglang-setup-gauges"),
     pytest.param(vllm_adaptive_lines, vllm_exact, "vllm", 3, id="vllm-drafted-per-position"),
 ]
 

@@ -154,6 +154,14 @@ def _run_rows(
                     row["last_ts"] = max(t for t in (row.get("last_ts"), last) if t)
         for run_id, row in before.items():
             row[column] = counts.get(run_id, 0)
+    # Where no per-position series names k, the k its rows drafted (SGLang's setup gauges:
+    # a chain's steps), when they all say one.
+    rows = added["spec_decode"]
+    if not rows.is_empty() and "k" in rows.columns:
+        said = rows.filter(pl.col("k").is_not_null()).group_by("run_id").agg(pl.col("k").unique())
+        for run_id, ks in said.iter_rows():
+            if run_id in before and before[run_id].get("k") is None and len(ks) == 1:
+                before[run_id]["k"] = ks[0]
     for row in before.values():
         row.pop("source_id", None)
     return list(before.values())
