@@ -163,9 +163,10 @@ def concurrency(ev: Evidence) -> set[str] | None:
     any of its groups passes. An author's claim of a slowdown under concurrency (a bench
     row's ``"concurrency": true``, parsers/stated_claims.toml) is read whatever the runs:
     with any, no screen."""
-    if "extra" in ev.bench.columns and ev.bench["extra"].str.contains(
-        '"concurrency": true', literal=True
-    ).any():
+    if (
+        "extra" in ev.bench.columns
+        and ev.bench["extra"].str.contains('"concurrency": true', literal=True).any()
+    ):
         return None
     whole, by_engine = _sides(ev)
     sides = {r["run_id"]: r for r in whole.to_dicts()}
