@@ -65,7 +65,7 @@ def _unescape(match: re.Match[str]) -> str:
     return "\n" if match[1] == "n" else match[1]
 
 
-PREFIXES = ("vllm", "sglang", "llamacpp", "trtllm")
+PREFIXES = ("vllm", "sglang", "llamacpp", "trtllm", "lmdeploy")
 
 
 def metric_name(name: str) -> str:
@@ -114,6 +114,14 @@ NAMES: dict[str, dict[str, str]] = {
         "llamacpp:spec_decode_num_accepted_tokens": "accepted_tokens",
         "llamacpp:spec_decode_num_accepted_tokens_per_pos": "accepted_per_pos",
     },
+    # lmdeploy/metrics/loggers.py (PrometheusStatLogger): vLLM's shape, labels model_name
+    # and engine (the DP rank)
+    "lmdeploy": {
+        "lmdeploy:spec_decode_num_drafts": "drafts",
+        "lmdeploy:spec_decode_num_draft_tokens": "draft_tokens",
+        "lmdeploy:spec_decode_num_accepted_tokens": "accepted_tokens",
+        "lmdeploy:spec_decode_num_accepted_tokens_per_pos": "accepted_per_pos",
+    },
     # python/sglang/srt/metrics/collector.py: verify steps and generated tokens, counted
     # when a request finishes, beside the last interval's gauges
     "sglang": {
@@ -139,6 +147,7 @@ ENGINE_OF_PREFIX = {
     "llamacpp": "llama.cpp",
     "sglang": "sglang",
     "trtllm": "tensorrt-llm",
+    "lmdeploy": "lmdeploy",
 }
 
 

@@ -145,6 +145,32 @@ def sglang_exact(row: dict[str, object]) -> None:
     assert row["format"] == "prometheus_sglang"
 
 
+def lmdeploy_lines(life: int, steps: int) -> list[str]:
+    """LMDeploy's shape (lmdeploy/metrics/loggers.py, PrometheusStatLogger): vLLM's counters
+    under its own prefix, labelled model_name and engine (the DP rank), beside its load."""
+    labels = 'engine="0",model_name="Qwen/Qwen3-8B"'
+    out = [
+        f"lmdeploy:num_requests_running{{{labels}}} 4.0",
+        f"lmdeploy:num_requests_waiting{{{labels}}} 1.0",
+        f"lmdeploy:gpu_cache_usage_perc{{{labels}}} 0.25",
+        "# TYPE lmdeploy:spec_decode_num_drafts_total counter",
+        f"lmdeploy:spec_decode_num_drafts_total{{{labels}}} {100.0 * steps}",
+        f"lmdeploy:spec_decode_num_draft_tokens_total{{{labels}}} {300.0 * steps}",
+        f"lmdeploy:spec_decode_num_accepted_tokens_total{{{labels}}} {148.0 * steps}",
+    ]
+    name = "lmdeploy:spec_decode_num_accepted_tokens_per_pos_total"
+    out += [f'{name}{{{labels},position="{i}"}} {n * steps}.0' for i, n in enumerate(ACCEPTED)]
+    return out
+
+
+def lmdeploy_exact(row: dict[str, object]) -> None:
+    assert row["drafts"] == 100 and row["draft_tokens"] == 300
+    assert row["accepted_tokens"] == 148 and row["accepted_per_pos"] == ACCEPTED
+    assert row["per_position_rate"] == pytest.approx([0.8, 0.5, 0.18])
+    assert row["acceptance_rate"] == pytest.approx(148 / 300)
+    assert row["k"] == 3 and row["format"] == "prometheus"
+
+
 def sglang_setup_exact(row: dict[str, object]) -> None:
     assert row["drafts"] == 1000 and row["accepted_tokens"] == 1600
     assert row["mean_acceptance_length"] == pytest.approx(2.6)
@@ -157,12 +183,13 @@ CASES = [
     pytest.param(trtllm_lines, trtllm_exact, "tensorrt-llm", 3, id="tensorrt-llm"),
     pytest.param(sglang_lines, sglang_exact, "sglang", None, id="sglang"),
     pytest.param(sglang_setup_lines, sglang_setup_exact, "sglang", 3, id="sglang-setup-gauges"),
+    pytest.param(lmdeploy_lines, lmdeploy_exact, "lmdeploy", 3, id="lmdeploy"),
     pytest.param(vllm_adaptive_lines, vllm_exact, "vllm", 3, id="vllm-drafted-per-position"),
 ]
 
 
 def test_pull_and_scrape_read_the_names_the_paste_reader_reads() -> None:
-    for engine in ("tensorrt-llm", "sglang"):
+    for engine in ("tensorrt-llm", "sglang", "lmdeploy"):
         for name, role in NAMES[engine].items():
             wanted = name if role in ("mean_acceptance_length", "draft_overhead") else None
             assert (wanted or name + "_total") in SERIES_NAMES or name in SERIES_NAMES
@@ -187,7 +214,7 @@ def test_scrape_is_exact_across_a_reset(tmp_path: Path, lines, exact, server, k)
         exact(row)
     (run,) = store.runs.collect().to_dicts()
     assert (run["server"], run["k"]) == (server, k)
-    if server == "tensorrt-llm":  # its load gauges: what the concurrency detectors read
+    if server in ("tensorrt-llm", "lmdeploy"):  # load gauges: what concurrency detectors read
         stats = store.engine_stats.collect()
         assert stats.height == 5
         assert set(stats["running_reqs"]) == {4} and set(stats["waiting_reqs"]) == {1}

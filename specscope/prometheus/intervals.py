@@ -329,7 +329,7 @@ def _target_intervals(got: _Samples, after: float | None, not_stored: dict[str, 
     stats = [
         _stats_rows(got, keep),
         _other_stats_rows(got, keep, "sglang:", "prometheus_sglang"),
-        _other_stats_rows(got, keep, "trtllm:", "prometheus"),
+        *(_other_stats_rows(got, keep, p, "prometheus") for p in ("trtllm:", "lmdeploy:")),
     ]
     columns = {"_instance": 0, "_model": 1, "_engine": 2}
     targets = pl.DataFrame(
@@ -581,7 +581,7 @@ def _sglang_spec_rows(got: _Samples, keep: pl.Expr, counted: pl.DataFrame) -> pl
 
 
 def _other_stats_rows(got: _Samples, keep: pl.Expr, prefix: str, fmt: str) -> pl.DataFrame:
-    """An engine's load gauges (SGLang's, TensorRT-LLM's) as stats rows, without vLLM's
+    """An engine's load gauges (SGLang's, TensorRT-LLM's, LMDeploy's) as stats rows, without vLLM's
     rates, prefix cache and latencies."""
     rows = _gauges(got, {n: c for n, c in GAUGES.items() if n.startswith(prefix)})
     if rows.is_empty():
@@ -606,7 +606,7 @@ def _run_configs(got: _Samples, out: Intervals) -> None:
         elif name in POSITIONED and position is not None:
             positions.setdefault(tid, set()).add(position)
         engine = engine_of(name)
-        if engine in ("llama.cpp", "tensorrt-llm"):
+        if engine in ("llama.cpp", "tensorrt-llm", "lmdeploy"):
             engines[tid] = engine
     seen = [
         f.select("_instance", "_model", "_engine", "format")

@@ -17,9 +17,10 @@ def _role(engines: tuple[str, ...], *roles: str) -> dict[str, str]:
     return {_total(n): role for e in engines for n, role in NAMES[e].items() if role in roles}
 
 
-# vLLM's and llama.cpp's: drafts (verify steps), draft tokens, accepted tokens
-SPEC_COUNTERS = _role(("vllm", "llama.cpp"), "drafts", "draft_tokens", "accepted_tokens")
-PER_POSITION_NAMES = tuple(_role(("vllm", "llama.cpp"), "accepted_per_pos"))
+# vLLM's, llama.cpp's and LMDeploy's: drafts (verify steps), draft tokens, accepted tokens
+_VLLM_SHAPED = ("vllm", "llama.cpp", "lmdeploy")
+SPEC_COUNTERS = _role(_VLLM_SHAPED, "drafts", "draft_tokens", "accepted_tokens")
+PER_POSITION_NAMES = tuple(_role(_VLLM_SHAPED, "accepted_per_pos"))
 PER_POSITION = PER_POSITION_NAMES[0]
 # Drafted tokens per position, where the server counts them (vLLM's main branch, with
 # adaptive verification): each position's own denominator.
@@ -54,6 +55,10 @@ GAUGES = {
     "trtllm:num_requests_running": "running_reqs",
     "trtllm:num_requests_waiting": "waiting_reqs",
     "trtllm:kv_cache_utilization": "kv_cache_usage",
+    # lmdeploy/metrics/loggers.py: the engine's running and waiting requests, KV usage
+    "lmdeploy:num_requests_running": "running_reqs",
+    "lmdeploy:num_requests_waiting": "waiting_reqs",
+    "lmdeploy:gpu_cache_usage_perc": "kv_cache_usage",
 }
 
 
