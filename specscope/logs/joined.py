@@ -20,8 +20,10 @@ speculative row meets the baseline's row of the same condition, in the measure b
 tables hold (a throughput, a rate of tokens): a configuration at that condition, as a
 baseline row among configurations is in one table (``tables.read_table``); in each
 condition the fastest configuration, then the slowest condition decides. Tables with or
-without outer pipes. A block whose tables join nowhere is read table by table as the
-piped and the bare tables' definitions read them.
+without outer pipes. A block whose tables join nowhere reads as nothing here, and the
+parser reads its lines again as they would have been without the caption
+(``parser.LineParser._replay``): a comparison or a table of counts under 'Baseline vs
+EAGLE:' is read by its own definition.
 """
 
 from __future__ import annotations
@@ -30,14 +32,12 @@ from typing import Any
 
 import regex
 
-from specscope.logs.bare import read_bare_table, rows_of
+from specscope.logs.bare import rows_of
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
 from specscope.logs.table_shapes import cell_number, key_of
-from specscope.logs.tables import read_table
 
 _RULE = regex.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
-_PIPED = regex.compile(r"^\s*\|.*\|\s*$")
 # A caption an author takes back or borrows: a target, a paper's figure, a guess.
 _HEDGE = regex.compile(
     r"\b(?:expected|should|might|would|could|target|goal|paper|reported|claimed|"
@@ -67,22 +67,13 @@ def _column(header: list[str], key: regex.Pattern[str] | None) -> int | None:
 
 
 def read_joined_tables(defn: Definition, text: str) -> Reading:
-    """The comparison two tables of the block make together (see above), or else the first
-    comparison one of them holds alone."""
+    """The comparison two tables of the block make together (see above); nothing when they
+    join nowhere."""
     lines = text.splitlines()
-    tables = _tables(lines)
-    reading = _joined(defn, tables)
+    reading = _joined(defn, _tables(lines))
     if reading.values:
         reading.values["stated"] = lines[reading.values["stated_offset"]].strip()
-        return reading
-    for _, rows in tables:
-        start, end = rows[0][0], rows[-1][0] + 1
-        part = "\n".join([""] * start + lines[start:end])
-        read = read_table if _PIPED.match(lines[start]) else read_bare_table
-        reading = read(defn, part)
-        if reading.values:
-            return reading
-    return Reading()
+    return reading
 
 
 def _joined(defn: Definition, tables: list[tuple[str, list[tuple[int, list[str]]]]]) -> Reading:
