@@ -454,9 +454,10 @@ impl Scanner {
     /// Nothing in the message that the line parser looks for (`quiet_body`).
     fn quiet_body(&self, body: &str) -> bool {
         let b = body.as_bytes();
+        // A bracket alone is not a header: `inner_head` says which are (asked only of the
+        // messages that hold one).
         if b.last().is_some_and(u8::is_ascii_digit)
-            || memchr2(b'(', b')', b).is_some()
-            || memchr2(b'[', b']', b).is_some()
+            || (memchr2(b'(', b'[', b).is_some() && self.inner_head.is_match(body))
             || self.literals.is_match(body)
         {
             return false;

@@ -44,7 +44,7 @@ fn spec() -> Spec {
         max_list_bytes: 7 * 4 - 2,
         ansi: ANSI.into(),
         prefix: PREFIX.into(),
-        inner_head: format!(r"\(|\)|\[|\]|pid=|(?:{LEVELS})\s+\d\d-\d\d"),
+        inner_head: format!(r"pid=|\[\d{{4}}-\d\d-\d\d|\([^)]*$|(?:{LEVELS})\s+\d\d-\d\d"),
     }
 }
 

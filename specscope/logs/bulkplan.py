@@ -45,8 +45,11 @@ PREFIX = (
     r"(?:(\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
     r"(?:\s+(?:stdout|stderr)\s+[FP])?\s+)?"
 )
-# A second header inside the message (records glued on one line).
-INNER_HEAD = rf"\(|\)|\[|\]|pid=|(?:{LEVELS})\s+\d\d-\d\d"
+# A second header inside the message (records glued on one line): a process's `pid=`, a
+# level and a date, a bracketed timestamp (SGLang's envelope); or a parenthesis left open
+# at the end, which ``grammar.unfinished`` holds for the next line. Other brackets (a
+# request's `SamplingParams(n=1, ...)`, `prompt_token_ids: [1, 2]`) hold none of these.
+INNER_HEAD = rf"pid=|\[\d{{4}}-\d\d-\d\d|\([^)]*$|(?:{LEVELS})\s+\d\d-\d\d"
 
 SLOW, QUIET, ENVELOPE, RECORD = 0, 1, 2, 3
 REST = -1  # the rest of a record wrapped over the line before (the core's ``wrapped``)
