@@ -295,3 +295,26 @@ def test_a_table_at_two_k(tmp_path: Path, a: str, b: str, blamed: bool) -> None:
     )
     found = _compared(_findings(tmp_path, text), "k_too_large")
     assert bool(found) is blamed, [f.explanation for f in found]
+
+
+def test_sides_found_from_the_rollups_as_from_the_rows(tmp_path: Path, monkeypatch) -> None:
+    """The sources that may hold two sides are found from the runs and rollups (no scan of
+    a fleet's rows); a store without rollups scans its rows: both give the same sides."""
+    from specscope.analysis.siblings import side_rows
+    from specscope.store.reading import Store
+
+    logs = {
+        "two_k.log": _launches((5, _decaying(5, 0.6, 0.78)), (7, [0.2, 0.07, 0.04, 0.01, 0, 0, 0])),
+        "restarts.log": _restarts([0.8, 0.7, 0.6], [0.25, 0.15, 0.1]),
+        "one.log": _launches((4, _decaying(4, 0.7, 0.8))),
+    }
+    for name, text in logs.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    store = tmp_path / "store"
+    specscope.ingest([tmp_path / n for n in logs], store=store, year=2026)
+    opened = specscope.open_store(store)
+    assert opened.sums_cover_rows()
+    rolled = [(s.run_id, s.k, s.lines) for s in side_rows(opened)]
+    monkeypatch.setattr(Store, "sums_cover_rows", lambda self: False)
+    assert [(s.run_id, s.k, s.lines) for s in side_rows(opened)] == rolled
+    assert {Path(s.source).name for s in side_rows(opened)} == {"two_k.log", "restarts.log"}

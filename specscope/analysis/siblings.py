@@ -67,16 +67,10 @@ def side_rows(
     ``stated``: the formats whose rate an author states (``evidence.STATED_RATE_FORMATS``)."""
     spec = store.spec_decode
     if run_ids is not None:
-        spec = spec.filter(pl.col("run_id").is_in(list(run_ids)))
-    groups = (
-        spec.group_by("source_id", "run_id", "k")
-        .agg(pl.len())
-        .group_by("source_id")
-        .agg(pl.len().alias("sides"), pl.col("len").sum().alias("rows"))
-        .filter(pl.col("sides").is_between(2, MAX_SIDES) & (pl.col("rows") <= MAX_ROWS))
-        .collect()
-    )
-    if groups.is_empty():
+        run_ids = list(run_ids)
+        spec = spec.filter(pl.col("run_id").is_in(run_ids))
+    sources = _candidates(store, spec, run_ids)
+    if not sources:
         return []
     wanted = [
         "source",
@@ -100,11 +94,20 @@ def side_rows(
     ]
     names = spec.collect_schema().names()
     rows = (
-        spec.filter(pl.col("source_id").is_in(groups["source_id"].to_list()))
+        spec.filter(pl.col("source_id").is_in(sources))
         .select(c for c in wanted if c in names)
         .filter(~pl.col("source").str.starts_with("http"))
         .collect()
-        .sort("source_id", "line", maintain_order=True, nulls_last=True)
+    )
+    kept = (
+        rows.group_by("source_id", "run_id", "k")
+        .len()
+        .group_by("source_id")
+        .agg(pl.len().alias("sides"), pl.col("len").sum().alias("rows"))
+        .filter(pl.col("sides").is_between(2, MAX_SIDES) & (pl.col("rows") <= MAX_ROWS))
+    )
+    rows = rows.filter(pl.col("source_id").is_in(kept["source_id"].implode())).sort(
+        "source_id", "line", maintain_order=True, nulls_last=True
     )
     if rows.is_empty():
         return []
@@ -129,6 +132,44 @@ def side_rows(
             )
         )
     return _shaped(out)
+
+
+def _candidates(store: Store, spec: pl.LazyFrame, run_ids: list[str] | None) -> list[str]:
+    """The sources that may hold two sides: two runs with records, or a run of two k, and
+    few enough records. From the runs and their rollups where those cover the rows (a
+    fleet's store is not scanned for a paste's question), else from the rows."""
+    if store.sums_cover_rows():
+        runs = store.runs.select("run_id", "source_id", "spec_records")
+        ks = store.run_sums.select("run_id", "k_values")
+        if run_ids is not None:
+            runs, ks = (t.filter(pl.col("run_id").is_in(run_ids)) for t in (runs, ks))
+        multi_k = (
+            ks.explode("k_values")
+            .drop_nulls("k_values")
+            .group_by("run_id")
+            .agg(pl.col("k_values").n_unique().alias("ks"))
+        )
+        per_run = runs.filter(pl.col("spec_records") > 0).join(multi_k, on="run_id", how="left")
+        found = (
+            per_run.group_by("source_id")
+            .agg(
+                pl.len().alias("runs"),
+                pl.col("ks").fill_null(1).max().alias("ks"),
+                pl.col("spec_records").sum().alias("rows"),
+            )
+            .filter(((pl.col("runs") >= 2) | (pl.col("ks") >= 2)) & (pl.col("rows") <= MAX_ROWS))
+            .collect()
+        )
+    else:
+        found = (
+            spec.group_by("source_id", "run_id", "k")
+            .len()
+            .group_by("source_id")
+            .agg(pl.len().alias("sides"), pl.col("len").sum().alias("rows"))
+            .filter(pl.col("sides").is_between(2, MAX_SIDES) & (pl.col("rows") <= MAX_ROWS))
+            .collect()
+        )
+    return [str(s) for s in found["source_id"].to_list()]
 
 
 def _agg(
