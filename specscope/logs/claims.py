@@ -30,12 +30,18 @@ from specscope.logs.reading import Reading
 ROLES = (
     "speed", "time", "acceptance", "prefill", "slower", "lower", "higher", "faster", "zero",
     "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
-    "versus", "rate", "depth", "first_person",
+    "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
+    "cause",
 )  # fmt: skip
 MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
 _MARKUP = re.compile(r"\*\*|__|`|^\s*(?:[-*+>]\s+|#+\s+|\d+\.\s+)+")
-_CLAUSE = re.compile(r"[,:](?=\s)|\s(?=(?:but|however|although|though|whereas)\s)", re.I)
+_CLAUSE = re.compile(
+    r"[,:](?=\s)|[\uff0c\uff1a]|\s(?=(?:but|however|although|though|whereas)\s)", re.I
+)  # (a full-width comma or colon is one with its space)
+_COMPARATIVES = frozenset({"slower", "faster", "worse", "better", "lower", "higher"})
+_ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)
+_ENDS = "!?;\u3002\uff01\uff1f\uff1b"  # and their full-width forms
 _LEAD = re.compile(r"^(?:and|so|also|but|however|although|though|whereas)\s+", re.I)
 _FROM_TO = re.compile(
     r"(?<![\w.])from\s+~?(\d+(?:\.\d+)?)\s?(%?)\s+to\s+~?(\d+(?:\.\d+)?)\s?(%?)(?![%\d.])(?!\s?[-–~]\s?\d)"
@@ -44,6 +50,9 @@ _ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no
 _RATIO = re.compile(r"\d\s?(?:%|×|x(?![a-z]))", re.I)
 _PER_STEP_MAX = 16.0  # a mean acceptance length is at most a depth plus one
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
+
+# The words a line must hold for the reader to look at it at all (one search a line).
+_TRIGGERS = ("slower", "worse", "lower", "higher", "faster", "zero", "slower_zh")
 
 Keep = Callable[[Definition, int, Reading], None]
 
@@ -103,7 +112,8 @@ def sentences(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     start = 0
     for i, ch in enumerate(text):
-        ends = ch in "!?;" or (ch == "." and (i + 1 == len(text) or text[i + 1].isspace()))
+        full_stop = ch == "." and (i + 1 == len(text) or text[i + 1].isspace())
+        ends = full_stop or ch in _ENDS
         if ends:
             if text[start:i].strip():
                 out.append((text[start:i].strip(), ch))
@@ -159,23 +169,38 @@ def _depth(lex: Lexicon, sentence: str) -> int | None:
 
 def _speed(lex: Lexicon, clause: str) -> str | None:
     """slower / faster as the clause's predicate says it, or None (also where a condition
-    comes before it in the clause: 'stops once its cycles measure slower' is a rule)."""
-    m = lex.find("slower", clause)
-    if m is not None and lex.has("condition", clause[: m.start()]):
-        return None
-    if m is not None and not _negated(lex, clause, m.start()):
-        return None if _other_method(lex, clause, m.end()) else "slower"
+    comes before it in the clause: 'stops once its cycles measure slower' is a rule). A
+    gain denied ('not able to get any gain', 'did not beat baseline') is no gain: slower."""
+    zh = lex.find("slower_zh", clause)
+    if zh is not None and lex.has("subject_zh", clause) and not lex.has("hedge_zh", clause):
+        return "slower"
     rate, time = lex.find("speed", clause), lex.find("time", clause)
-    if rate is None and time is None:
-        return "faster" if lex.has("faster", clause) else None
+    measured = rate is not None or time is not None
+    m = lex.find("slower", clause)
+    bad = lex.find("worse", clause) if measured else None
+    good = lex.find("faster", clause)
     down, up = lex.find("lower", clause), lex.find("higher", clause)
-    for hit, slower_if in ((down, rate is not None), (up, time is not None and rate is None)):
-        if hit is not None and lex.has("condition", clause[: hit.start()]):
+    if rate is None and time is None:
+        down = up = None
+    # (each: its match, and what it says when the words before it do not deny it)
+    said = [(m, "slower"), (bad, "slower"), (good, "faster")]
+    said += [(down, "slower" if rate is not None else "faster")]
+    said += [(up, "slower" if rate is None else "faster")]
+    hits = [(h, w) for h, w in said if h is not None]
+    for hit, says in sorted(hits, key=lambda h: h[0].start()):
+        if lex.has("condition", clause[: hit.start()]):
             return None
-        if hit is not None and not _negated(lex, clause, hit.start()):
-            if slower_if and not _other_method(lex, clause, hit.end()):
-                return "slower"
-            return "faster"
+        before = clause[max(0, hit.start() - 6) : hit.start()]
+        if hit[0].lower() in _COMPARATIVES and _ATTRIBUTIVE.search(before):
+            continue  # ('onto the slower AR path': a thing named, not a verdict)
+        negated = _negated(lex, clause, hit.start())
+        if negated and says == "faster" and hit is good:
+            says, negated = "slower", False  # no gain
+        if negated:
+            return None
+        if says == "slower" and _other_method(lex, clause, hit.end()):
+            return None
+        return says
     return None
 
 
@@ -237,12 +262,16 @@ def _blocked(lex: Lexicon, clause: str, conditioned: bool) -> bool:
     return lex.has("will", clause) and not conditioned
 
 
-def read_sentence(lex: Lexicon, sentence: str, mark: str, spoken_of: bool) -> list[Claim]:
-    """The claims of one sentence; ``spoken_of``: its line named speculation before it."""
-    if mark == "?":
+def read_sentence(
+    lex: Lexicon, sentence: str, mark: str, spoken_of: bool, mine_before: bool = False
+) -> list[Claim]:
+    """The claims of one sentence; ``spoken_of``: its line named speculation before it,
+    ``mine_before``: its author spoke of their own run before it ('I've tried several
+    draft models. However, none of them gave any speedup')."""
+    if mark in ("?", "\uff1f"):
         return []
     clauses = _clauses(sentence)
-    named = lex.subject.search(sentence) is not None
+    named = lex.subject.search(sentence) is not None or lex.has("subject_zh", sentence)
     out: list[Claim] = []
     rates = _rates(lex, sentence)
     if rates is not None:
@@ -274,20 +303,22 @@ def read_sentence(lex: Lexicon, sentence: str, mark: str, spoken_of: bool) -> li
         first = min((j for j in at if j is not None), default=i)
         acc = _acceptance(lex, clause, depth)
         if acc is not None:
-            out.append(_with_condition(lex, acc, clauses[first : i + 1], cond))
+            out.append(_with_condition(lex, acc, clauses[first : i + 1], cond, sentence))
             continue
         if lex.acceptance_subject.search(clause) is not None and not lex.has("speed", clause):
             continue  # acceptance lower or higher, no value: nothing to keep
+        if lex.has("cause", clause):
+            continue  # ('MTP speed decreased with merge of the latest version': not its own)
         said = _speed(lex, clause)
         numbered = rated or _RATIO.search(clause) is not None
         if said is None or (said == "slower" and numbered):
             continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
         absent = _names_absence(lex, clause)
-        if said == "slower" and not (mine or absent):
+        if said == "slower" and not (mine or absent or named or (spoken_of and mine_before)):
             continue  # whose run? (a bare 'slower than baseline' in a document)
-        claim = _with_condition(lex, Claim(said, clause), clauses[first : i + 1], cond)
-        spoken = lex.has("reference", clause) and spoken_of
-        claim.needs_subject = not (named or spoken or absent)
+        claim = _with_condition(lex, Claim(said, clause), clauses[first : i + 1], cond, sentence)
+        # (speculation named in a sentence before, on the line: the paragraph's subject)
+        claim.needs_subject = not (named or spoken_of or absent)
         out.append(claim)
     return out
 
@@ -297,10 +328,14 @@ def _names_absence(lex: Lexicon, clause: str) -> bool:
     return any(_ABSENT.search(m[0]) for m in lex.words["reference"].finditer(clause))
 
 
-def _with_condition(lex: Lexicon, claim: Claim, span: list[str], cond: str | None) -> Claim:
+def _with_condition(
+    lex: Lexicon, claim: Claim, span: list[str], cond: str | None, sentence: str
+) -> Claim:
     """The claim's words: its clause, with the clauses before it that hold its condition or
-    its subject when the clause lacks them (``span``)."""
-    claim.stated = ", ".join(span)
+    its subject when the clause lacks them (``span``), as the sentence has them."""
+    start = sentence.find(span[0])
+    end = sentence.find(span[-1], max(start, 0))
+    claim.stated = sentence[start : end + len(span[-1])] if 0 <= start <= end else span[-1]
     claim.condition = cond
     claim.concurrency = cond is not None and lex.has("concurrent", cond)
     return claim
@@ -310,12 +345,13 @@ def read_claims(lex: Lexicon, text: str) -> list[Claim]:
     """Every claim of a line of prose, positive ones included."""
     clean = " ".join(_MARKUP.sub("", text).split())
     out: list[Claim] = []
-    spoken_of = False
+    spoken_of = mine = False
     for sentence, mark in sentences(clean):
-        for claim in read_sentence(lex, sentence, mark, spoken_of):
+        for claim in read_sentence(lex, sentence, mark, spoken_of, mine):
             claim.colon = mark == ":"
             out.append(claim)
         spoken_of = spoken_of or lex.subject.search(sentence) is not None
+        mine = mine or lex.has("first_person", sentence)
     if any(c.kind == "baseline" for c in out) and not spoken_of:
         out = [c for c in out if c.kind != "baseline"]  # a rate of what, then?
     return out
@@ -346,7 +382,7 @@ class ClaimWatch:
         lex = self.lex
         self._trigger = (
             regex.compile(
-                "|".join(lex.words[r].pattern for r in ("slower", "lower", "higher", "zero"))
+                "|".join(lex.words[r].pattern for r in _TRIGGERS)
                 + "|"
                 + lex.words["reference"].pattern
                 + "|"
