@@ -168,6 +168,7 @@ class _BulkReader:
             return base + prepared
         self._walk(prepared, base)
         detach(self.parser)
+        self.parser.read_elsewhere(self.parser.tables, self.frames)
         self.stage.flush(self.parser.tables, self.frames, keep_from=self.parser.open_line())
         self.frames = {}
         return base + len(prepared.lines)
@@ -253,6 +254,7 @@ class _BulkReader:
             self.frames.setdefault(str(table), []).append(rows)
 
     def finish(self) -> ParseResult:
+        self.parser.read_elsewhere({}, self.frames)
         result = self.parser.finish()
         self.stage.flush(result.tables, self.frames)
         return result

@@ -374,6 +374,11 @@ class ClaimWatch:
     is_log: Callable[[str], bool]
     found: list[_Pending] = field(default_factory=list)
     waiting: list[_Pending] = field(default_factory=list)
+    # What other definitions read, gathered before the rows leave the parser: the bulk
+    # reader flushes them to the stage block by block, and reads lines of its own.
+    taken: dict[str, set[int]] = field(default_factory=dict)
+    numbers: bool = False  # an author's numbers already state a comparison
+    stated_spec: int = 0  # spec_decode rows that are an author's stated rates, not counts
 
     def __post_init__(self) -> None:
         defs = list(self.definitions)
@@ -415,13 +420,32 @@ class ClaimWatch:
         elif p.claim.colon:
             self.waiting.append(p)  # speculation named in what the colon introduces?
 
-    def close(self, tables: Mapping[str, list[dict[str, Any]]], counted: bool) -> None:
-        """Keep what was found, where no other definition read the line. One claim, one
-        record: acceptance in words is left out where the paste counts acceptance itself
-        (``counted``: 'raises draft acceptance from 10% to 49%' under the table of counts),
-        and a slowdown in words where the author's numbers already state one."""
-        taken = {t: {r.get("line") for r in rows} for t, rows in tables.items()}
-        numbers = any(_STATED in (r.get("extra") or "") for r in tables.get("bench", []))
+    def note(
+        self, table: str, lines: Iterable[Any], extras: Iterable[Any], formats: Iterable[Any]
+    ) -> None:
+        """Rows another definition read into ``table``: their lines, and of bench rows the
+        ``extra``, of spec_decode rows the format."""
+        self.taken.setdefault(table, set()).update(lines)
+        if table == "bench" and not self.numbers:
+            self.numbers = any(_STATED in (e or "") for e in extras)
+        elif table == "spec_decode":
+            self.stated_spec += sum(1 for f in formats if str(f or "").startswith("stated_"))
+
+    def note_rows(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+        for table, rows in tables.items():
+            self.note(
+                table,
+                (r.get("line") for r in rows),
+                (r.get("extra") for r in rows),
+                (r.get("format") for r in rows),
+            )
+
+    def close(self, counted: bool) -> None:
+        """Keep what was found, where no other definition read the line (``note``). One
+        claim, one record: acceptance in words is left out where the paste counts acceptance
+        itself (``counted``: 'raises draft acceptance from 10% to 49%' under the table of
+        counts), and a slowdown in words where the author's numbers already state one."""
+        taken, numbers = self.taken, self.numbers
         for p in self.found:
             if (counted and p.claim.kind in ("zero", "rate", "length")) or (
                 numbers and p.claim.kind == "slower"
@@ -432,7 +456,7 @@ class ClaimWatch:
                 continue
             taken.setdefault(defn.table or "", set()).add(p.line)
             self.keep(defn, p.line, reading)
-        self.found, self.waiting = [], []
+        self.found, self.waiting, self.taken, self.numbers, self.stated_spec = [], [], {}, False, 0
 
     def _record(self, claim: Claim) -> tuple[Definition | None, Reading | None]:
         said: dict[str, Any] = {"stated": " ".join(claim.stated.split())}

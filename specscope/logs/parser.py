@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import regex
 
@@ -417,10 +418,10 @@ class LineParser:
         self._finish_config()
         self._labelled.close()
         self._pastes.close()
-        spec = self.tables.get("spec_decode", [])
-        stated = sum(1 for r in spec if str(r.get("format", "")).startswith("stated_"))
+        self._claims.note_rows(self.tables)
+        stated = self._claims.stated_spec
         counted = sum(r.counts.get("spec_decode", 0) for r in self.runs) > stated
-        self._claims.close(self.tables, counted)
+        self._claims.close(counted)
         runs = [r for r in self.runs if r.used]
         return ParseResult(
             self.tables, runs, self.skipped, self.lines, self.telemetry_lines, self.patches
@@ -458,6 +459,18 @@ class LineParser:
         reason = self.records.keep(defn, Origin(first, last, None), reading, {})
         if reason:
             self.skipped.append(Skip(first, reason, str(reading.values.get("stated", ""))[:300]))
+
+    def read_elsewhere(
+        self, tables: Mapping[str, list[dict[str, Any]]], frames: Mapping[str, list[Any]]
+    ) -> None:
+        """Rows about to leave for the stage (the parser's and the bulk reader's frames):
+        a claim in words on a line they read is not kept beside them."""
+        self._claims.note_rows(tables)
+        for table, parts in frames.items():
+            for frame in parts:
+                extras = frame["extra"] if "extra" in frame.columns else ()
+                formats = frame["format"] if "format" in frame.columns else ()
+                self._claims.note(table, frame["line"], extras, formats)
 
     def _keep_claim(self, defn: Definition, line: int, reading: Reading) -> None:
         reason = self.records.keep(defn, Origin(line, line, None), reading, {})
