@@ -17,6 +17,7 @@ from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.findings import Confidence, Finding, Severity
 from specscope.analysis.requests import request_rows
 from specscope.analysis.siblings import Side, side_rows
+from specscope.analysis.stated_rates import STATED_RATE_FORMATS, with_stated_rates
 from specscope.errors import UsageError
 from specscope.stats import one_sided, rate_interval
 from specscope.store import rollup
@@ -178,72 +179,6 @@ def gather(
     ev.costs = cost_rows(store)
     ev.sides = side_rows(store, run_ids, stated=STATED_RATE_FORMATS)
     return ev
-
-
-# The formats whose ``reported_rate`` is a share of draft tokens an author states, in prose,
-# as a bullet of its own, under a heading or in a table's cell without counts (SGLang's
-# changed meaning between releases and comes with a mean length that is judged instead).
-STATED_RATE_FORMATS = (
-    "stated_acceptance",
-    "stated_acceptance_bullets",
-    "stated_acceptance_heading",
-    "stated_acceptance_positions",  # no rate: the rates' mean is a value nobody stated
-    "stated_claims_acceptance",  # a rate in words ('close to 0%'): parsers/stated_claims*.toml
-    "spec_decode_table",
-)
-
-
-def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
-    """``per_run`` with the rates of runs that have neither counts nor a mean length:
-    ``stated_rate``, the mean of the rates their author stated in prose
-    (``stated_acceptance``), and ``printed_rate``, the mean of the rates their lines print
-    without counts (a pasted 'Avg Draft acceptance rate: 0.0%' or per-position list, whose
-    mean is the same share of draft tokens). Only such runs are looked up, so a store of
-    telemetry is not read again."""
-    silent = per_run.filter(
-        pl.col("draft_tokens").is_null() & pl.col("mean_acceptance_length").is_null()
-    )["run_id"]
-    if silent.is_empty():
-        return per_run.with_columns(
-            pl.lit(None, pl.Float64).alias("stated_rate"),
-            pl.lit(None, pl.Float64).alias("printed_rate"),
-            pl.lit(None, pl.List(pl.Float64)).alias("stated_curve"),
-        )
-    stated = pl.col("format").is_in(STATED_RATE_FORMATS)
-    rates = (
-        spec.filter(pl.col("run_id").is_in(silent.to_list()))
-        .select(
-            "run_id",
-            pl.when(stated).then(pl.col("reported_rate")).alias("stated_rate"),
-            pl.when(~stated)
-            .then(pl.coalesce("acceptance_rate", pl.col("per_position_rate").list.mean()))
-            .alias("printed_rate"),
-        )
-        .filter(pl.col("stated_rate").is_not_null() | pl.col("printed_rate").is_not_null())
-        .group_by("run_id")
-        .agg(pl.col("stated_rate").mean(), pl.col("printed_rate").mean())
-        .collect()
-    )
-    # A per-position curve printed or stated without counts (``stated_curve``): the run's
-    # one curve, as written (several different ones: none, no mean of them is printed).
-    curves = (
-        spec.filter(
-            pl.col("run_id").is_in(silent.to_list()) & pl.col("per_position_rate").is_not_null()
-        )
-        .group_by("run_id")
-        .agg(pl.col("per_position_rate").unique().alias("curves"))
-        .filter(pl.col("curves").list.len() == 1)
-        .select("run_id", pl.col("curves").list.first().cast(pl.List(pl.Float64)))
-        .rename({"curves": "stated_curve"})
-        .collect()
-    )
-    rates = rates.join(curves, on="run_id", how="full", coalesce=True)
-    return per_run.join(
-        rates.with_columns(pl.col("run_id").cast(per_run.schema["run_id"])),
-        on="run_id",
-        how="left",
-        maintain_order="left",
-    )
 
 
 def detector_rows(store: Store) -> tuple[pl.LazyFrame, pl.LazyFrame]:
