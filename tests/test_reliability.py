@@ -373,5 +373,5 @@ def test_a_long_write_goes_to_several_files_read_back_in_order(tmp_path, monkeyp
     assert [pl.read_parquet(f).height for f in files] == [20, 20, 10 + 20, 10]
     lines = target.spec_decode.collect()["line"].to_list()
     assert lines == list(range(1, 81))
-    glob = str(tmp_path / "s" / "spec_decode" / "*" / "*.parquet")
+    glob = str(tmp_path / "s" / "spec_decode" / "**" / "*.parquet")
     assert duckdb.sql(f"select count(*) from read_parquet('{glob}')").fetchall()[0][0] == 80

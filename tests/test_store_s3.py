@@ -250,7 +250,7 @@ def test_a_reader_during_commits_sees_each_ingest_whole(
             seen.append(_rows(url))
             # A glob of the table folders sees no file of an uncommitted ingest.
             files = {
-                p.relative_to(served).as_posix() for p in served.glob("spec_decode/*/*.parquet")
+                p.relative_to(served).as_posix() for p in served.glob("spec_decode/**/*.parquet")
             }
             listed = {
                 f["path"]
@@ -301,7 +301,11 @@ def test_a_writer_killed_mid_commit_is_recovered(
     assert _stage_left(server, bucket, "killed") == []
     assert _rows(url) == n1 + n3 + (n2 if committed else 0)
     served = _served(server, bucket, "killed")
-    on_disk = sorted(p.relative_to(served).as_posix() for p in served.glob("*/*/*.parquet"))
+    on_disk = sorted(  # a table's files at either depth (a day's folder, or the source's)
+        p.relative_to(served).as_posix()
+        for p in served.glob("*/**/*.parquet")
+        if p.relative_to(served).parts[0] != "stage"
+    )
     listed = sorted(
         {f["path"] for i in specscope.open_store(url).manifest()["ingests"] for f in i["files"]}
     )
@@ -421,7 +425,7 @@ def test_the_commands_take_an_s3_store(
     stray.unlink()
     printed = cli("sql", "--store", url, "acceptance_by_run")
     assert printed.status == 0, printed.err
-    assert f"'{url}/spec_decode/source_id=" in printed.out
+    assert f"'{url}/spec_decode/date=" in printed.out  # a day's folder, then the source's
     # DuckDB runs the views over the served folder (httpfs is a download): specscope's sums.
     served = str(_served(server, bucket, "cli"))
     views = cli("sql", "--store", url, "--location", served, "acceptance_by_run")
@@ -503,7 +507,7 @@ def test_compaction_on_object_storage(server: S3Server, bucket: str, tmp_path: P
     finally:
         prometheus.stop()
     served = _served(server, bucket, "compact")
-    assert len(list(served.glob("spec_decode/*/*.parquet"))) >= 5
+    assert len(list(served.glob("spec_decode/**/*.parquet"))) >= 5
     want = _tables(url)
     env = _env(server, tmp_path)
 
@@ -545,7 +549,7 @@ def test_compaction_on_object_storage(server: S3Server, bucket: str, tmp_path: P
     gone = compactor(SPECSCOPE_LOCK_LEASE_S="0.001")
     assert gone.returncode == 0, gone.stderr.decode()[-2000:]
     _equal(_tables(url), want)
-    assert len(list(served.glob("spec_decode/*/*.parquet"))) == 1
+    assert len(list(served.glob("spec_decode/**/*.parquet"))) == 1
     assert _stage_left(server, bucket, "compact") == []
     listed = {
         f["path"] for i in specscope.open_store(url).manifest()["ingests"] for f in i["files"]

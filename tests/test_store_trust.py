@@ -174,7 +174,8 @@ def test_globs_never_see_a_row_of_an_ingest_killed_in_its_commit(two_logs, tmp_p
     whole = _kill_at(0, dry, log_b, tmp_path)
     assert whole.returncode == 0, whole.stderr
     steps = json.loads(whole.stdout.splitlines()[-1])
-    assert steps.count("move") == 6  # the manifest, then five data files
+    listed = json.loads((dry / "specscope.json").read_text())["ingests"][-1]["files"]
+    assert steps.count("move") == 1 + len(listed) >= 6  # the manifest, then each data file
     # Every rename, with the step before and after it, and the first and last steps: each
     # kind of moment of the commit (the syncs in a row between are alike).
     moves = [n for n, step in enumerate(steps, 1) if step == "move"]

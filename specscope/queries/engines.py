@@ -9,6 +9,12 @@ of a folder grows when a later ingest adds rows to it (``store.layout``): a list
 with its rows is the store as it was when the views were printed, whatever is committed
 after, until a compaction removes a listed file (the view then fails; print it again).
 
+DuckDB reads the files of days' folders (``store.layout``: ``date=<day>/source_id=<id>``)
+with hive partitioning: its ``spec_decode`` has the folder's ``date``, the ``day`` of
+``spec_runs`` is it, and a query of a day opens that day's files alone (the columns are
+bound from the first file listed). Files of a store written before partitions are read
+as before, their day taken from the rows.
+
 A file is opened where ``location`` says: the store's folder as given, or a prefix the
 store was copied to (``s3://bucket/prefix``, ``http://host:port/bucket/prefix``); the
 manifest and the row counts are read from the local store either way.
@@ -27,7 +33,7 @@ import pyarrow.parquet as pq
 from specscope.errors import StoreError, UsageError
 from specscope.queries.fleet import QUERIES, RUN_COLUMNS, SPEC_COLUMNS, Query, has_utc, query
 from specscope.schema import PARTITIONED, TABLES
-from specscope.store.layout import live_files, read_manifest, relative
+from specscope.store.layout import DATED, DAY, live_files, read_manifest, relative
 
 ENGINES = ("duckdb", "clickhouse", "spark")
 VIEWED = ("spec_decode", "runs")  # the tables the queries read
@@ -160,10 +166,13 @@ def query_sql(engine: str, q: Query) -> str:
 
 def spec_runs_sql(engine: str) -> str:
     when = "COALESCE(s.ts_utc, s.ts)" if has_utc() else "s.ts"
+    # DuckDB's spec_decode has the day its partition (the same date): a query of a day
+    # opens that day's files alone.
+    day = f"s.{DAY}" if engine == "duckdb" else f"CAST({when} AS DATE)"
     spec = ", ".join(f"s.{c}" for c in SPEC_COLUMNS)
     runs = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
     return (
-        f"SELECT CAST({when} AS DATE) AS day, {spec}, {runs}, "
+        f"SELECT {day} AS day, {spec}, {runs}, "
         f"COALESCE({DIALECTS[engine].instance}, r.source) AS instance "
         "FROM spec_decode AS s LEFT JOIN runs AS r ON s.run_id = r.run_id"
     )
@@ -251,14 +260,12 @@ def _duckdb(tables: list[TableFiles], q: Query | None) -> str:
     out = [_header("--", tables), "SET TimeZone = 'UTC'"]
     for tf in tables:
         schema = TABLES[tf.table]
-        source = (
-            ["regexp_extract(f.filename, 'source_id=([^/]+)', 1) AS source_id"]
-            if tf.table in PARTITIONED
-            else []
-        )
+        partitioned = tf.table in PARTITIONED
+        dated = tf.table in DATED
         if not tf.files:
             cols = [f"CAST(NULL AS {_duckdb_type(x.type)}) AS {x.name}" for x in schema]
-            cols += ["CAST(NULL AS VARCHAR) AS source_id"] if source else []
+            cols += ["CAST(NULL AS VARCHAR) AS source_id"] if partitioned else []
+            cols += [f"CAST(NULL AS DATE) AS {DAY}"] if dated else []
             body = f"SELECT {', '.join(cols)} WHERE false"
         else:
             cols = [
@@ -267,17 +274,46 @@ def _duckdb(tables: list[TableFiles], q: Query | None) -> str:
                 else f"CAST(NULL AS {_duckdb_type(x.type)}) AS {x.name}"
                 for x in schema
             ]
-            paths = ", ".join(f"'{f.where}'" for f in tf.files)
-            body = (
-                f"SELECT {', '.join(cols + source)}\n"
-                f"FROM read_parquet([{paths}], filename = true, file_row_number = true, "
-                "union_by_name = true, hive_partitioning = false) AS f\n"
-                f"JOIN (VALUES {_rows(tf)}) AS c(committed_file, committed_rows)\n"
-                f"ON regexp_extract(f.filename, '{_key_pattern(tf.table)}', 1) = c.committed_file\n"
-                "AND f.file_row_number < c.committed_rows"
-            )
+            by_day = tuple(f for f in tf.files if f.key.startswith(f"{DAY}="))
+            rest = tuple(f for f in tf.files if not f.key.startswith(f"{DAY}="))
+            parts = []
+            if by_day:
+                # The day and the source from the folders (hive): a query of a day opens
+                # that day's files alone. Not by name: that would open every file to bind.
+                hive = f"{{'{DAY}': 'DATE', 'source_id': 'VARCHAR'}}"
+                parts.append(
+                    _duckdb_read(
+                        TableFiles(tf.table, by_day, tf.present),
+                        cols + (["f.source_id", f"f.{DAY}"] if dated else ["f.source_id"]),
+                        f"union_by_name = false, hive_partitioning = true, hive_types = {hive}",
+                    )
+                )
+            if rest:
+                source = ["regexp_extract(f.filename, 'source_id=([^/]+)', 1) AS source_id"]
+                utc = "f.ts_utc" if "ts_utc" in tf.present else "NULL"
+                day = [f"CAST(COALESCE({utc}, f.ts) AS DATE) AS {DAY}"] if dated else []
+                parts.append(
+                    _duckdb_read(
+                        TableFiles(tf.table, rest, tf.present),
+                        cols + (source if partitioned else []) + day,
+                        "union_by_name = true, hive_partitioning = false",
+                    )
+                )
+            body = "\nUNION ALL\n".join(parts)
         out.append(f"CREATE OR REPLACE VIEW {tf.table} AS\n{body}")
     return out[0] + "\n" + ";\n\n".join(out[1:] + statements("duckdb", q)) + ";\n"
+
+
+def _duckdb_read(tf: TableFiles, cols: list[str], options: str) -> str:
+    """The committed rows of ``tf``'s files, read with ``options``."""
+    paths = ", ".join(f"'{f.where}'" for f in tf.files)
+    return (
+        f"SELECT {', '.join(cols)}\n"
+        f"FROM read_parquet([{paths}], filename = true, file_row_number = true, {options}) AS f\n"
+        f"JOIN (VALUES {_rows(tf)}) AS c(committed_file, committed_rows)\n"
+        f"ON regexp_extract(f.filename, '{_key_pattern(tf.table)}', 1) = c.committed_file\n"
+        "AND f.file_row_number < c.committed_rows"
+    )
 
 
 def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
@@ -288,6 +324,10 @@ def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
         "SET session_timezone = 'UTC'",
         "SET join_use_nulls = 1",
         "SET cast_keep_nullable = 1",
+        # The source and the day are taken from the path here: ClickHouse's own reading of
+        # key=value folders would parse the day of rows without one (hive's default
+        # partition) as a date, and fail.
+        "SET use_hive_partitioning = 0",
     ]
     for tf in tables:
         schema = TABLES[tf.table]

@@ -25,6 +25,7 @@ from specscope.analysis.factors import factor_sums
 from specscope.report import charts
 from specscope.report.setups import OTHERS, OVER_TIME_POINTS, over_time_bucket
 from specscope.schema import polars_schema
+from specscope.store.order import LINE, sort_shuffled
 from specscope.store.reading import Store
 from specscope.thresholds import Config
 
@@ -77,6 +78,7 @@ def streamed(
     wanted = sorted(set(run_ids or ()))
     only = pl.col("run_id").is_in(wanted) if wanted else pl.lit(True)
     files = {t: _by_source(store, t) for t in ("spec_decode", "engine_stats")}
+    shuffled = {t: store.shuffled(t) for t in files}
     batches = _batches(files["spec_decode"], batch_rows or BATCH_ROWS)
     runs = store.runs.collect()
     # First pass, the times alone: the buckets of acceptance over time span every row.
@@ -85,7 +87,13 @@ def streamed(
     timed_names: set[str] = set()
     for batch in batches:
         spans = (
-            _scan(files["spec_decode"], batch, "spec_decode", ("run_id", "ts"))
+            _scan(
+                files["spec_decode"],
+                batch,
+                "spec_decode",
+                ("run_id", "ts"),
+                shuffled["spec_decode"],
+            )
             .filter(only & pl.col("ts").is_not_null())
             .group_by("run_id")
             .agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"))
@@ -107,8 +115,16 @@ def streamed(
         k: [] for k in ("over_time", "running", "prefix", "hits", "sums")
     }
     for batch in batches:
-        spec = _scan(files["spec_decode"], batch, "spec_decode", _SPEC).filter(only).collect()
-        stats = _scan(files["engine_stats"], batch, "engine_stats", _STATS).filter(only).collect()
+        spec = (
+            _scan(files["spec_decode"], batch, "spec_decode", _SPEC, shuffled["spec_decode"])
+            .filter(only)
+            .collect()
+        )
+        stats = (
+            _scan(files["engine_stats"], batch, "engine_stats", _STATS, shuffled["engine_stats"])
+            .filter(only)
+            .collect()
+        )
         of_runs = runs.filter(pl.col("source_id").is_in(batch))
         joined = _joined(spec, stats, of_runs, config)
         named = joined.with_columns(
@@ -242,14 +258,21 @@ def _batches(files: Mapping[str, list[Path]], rows: int) -> list[list[str]]:
 
 
 def _scan(
-    files: Mapping[str, list[Path]], sources: list[str], table: str, columns: tuple[str, ...]
+    files: Mapping[str, list[Path]],
+    sources: list[str],
+    table: str,
+    columns: tuple[str, ...],
+    shuffled: frozenset[str] = frozenset(),
 ) -> pl.LazyFrame:
     """The ``columns`` of the sources' files with ``source_id`` from the folder (a file
-    written before a column was added reads it as null, as ``Store.table`` does)."""
+    written before a column was added reads it as null, as ``Store.table`` does), each
+    source's rows in line order (those of ``shuffled`` sources sorted: ``store.order``)."""
     schema = polars_schema(table)
+    mixed = shuffled & set(sources)
+    read = columns if not mixed or LINE in columns else (*columns, LINE)
     frames = [
         pl.scan_parquet(path, schema=schema, missing_columns="insert", extra_columns="ignore")
-        .select(columns)
+        .select(read)
         .with_columns(pl.lit(source).alias("source_id"))
         for source in sources
         for path in files.get(source, [])
@@ -258,7 +281,8 @@ def _scan(
         return pl.DataFrame(
             schema={**{c: schema[c] for c in columns}, "source_id": pl.String}
         ).lazy()
-    return pl.concat(frames, how="vertical")
+    whole = pl.concat(frames, how="vertical")
+    return sort_shuffled(whole, mixed).select(*columns, "source_id") if mixed else whole
 
 
 __all__ = ["BATCH_ROWS", "Streamed", "streamed"]

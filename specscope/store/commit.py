@@ -88,13 +88,18 @@ def prepare(root: Path, ingest_id: str, entries: list[FileEntry]) -> list[Path]:
     """Make the table folders the files go to and sync the stage (step 1's end); returns the
     folders made (to remove should the commit not happen)."""
     made: list[Path] = []
-    for folder in sorted({(root / e.path).parent for e in entries}):
-        missing = [p for p in (folder, *folder.parents) if p != root and root in p.parents]
-        for p in reversed(missing):
-            if not p.is_dir():
-                p.mkdir()
-                made.append(p)
-                durable.sync_dir(p.parent)
+    try:
+        for folder in sorted({(root / e.path).parent for e in entries}):
+            missing = [p for p in (folder, *folder.parents) if p != root and root in p.parents]
+            for p in reversed(missing):
+                if not p.is_dir():
+                    p.mkdir()
+                    made.append(p)
+                    durable.sync_dir(p.parent)
+    except BaseException:
+        # A day's folder made and its source's not (a full disk): none is left behind.
+        unmake(made)
+        raise
     base = files_dir(root, ingest_id)
     folders = {(base / e.path).parent for e in entries}
     for folder in sorted(folders | {p for f in folders for p in f.parents if base in p.parents}):

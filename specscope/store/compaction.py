@@ -121,7 +121,8 @@ Checked = list[tuple[DataFile, Inspection]]
 
 
 def _folders(store: Store) -> dict[tuple[str, str], Checked]:
-    """The live files of each compacted table, by folder, as readers read them."""
+    """The live files of each compacted table, by source folder (the days of a dated
+    table's source together: their rollups are the source's), as readers read them."""
     out: dict[tuple[str, str], Checked] = defaultdict(list)
     for table in COMPACTED:
         for f, seen in store._checked(table):
@@ -130,12 +131,15 @@ def _folders(store: Store) -> dict[tuple[str, str], Checked]:
 
 
 def _worth(files: Checked, rows: int) -> bool:
-    """Whether fewer files would hold the folder: more files than its rows need, each
-    committed whole (none is a newer version on its way in) and listed (not legacy)."""
+    """Whether fewer files would hold the source's folder: one of its partitions (a day's
+    folder, or the source's own) has more files than its rows need, each committed whole
+    (none is a newer version on its way in) and listed (not legacy)."""
     if any(f.entry is None or seen.limit is not None for f, seen in files):
         return False
-    total = sum(seen.rows for _, seen in files)
-    return len(files) > max(1, -(-total // rows))
+    held: dict[Path, list[int]] = defaultdict(list)
+    for f, seen in files:
+        held[f.path.parent].append(seen.rows)
+    return any(len(n) > max(1, -(-sum(n) // rows)) for n in held.values())
 
 
 def _covered(spec: Checked, sums: Checked | None) -> bool:
@@ -150,9 +154,12 @@ def _covered(spec: Checked, sums: Checked | None) -> bool:
 def _rewrite(
     w: StoreWriter, table: str, folder: str, files: Checked, rows: int, done: Compacted
 ) -> None:
-    """The folder's files, in order, into files of ``rows`` rows at most."""
+    """The source's files, in order, into files of ``rows`` rows at most, each in the
+    partition (a day's folder) its rows came from: rows never move across partitions."""
     schema = TABLES[table]
+    root = w.store.path / table
     sequence, held, in_file = 0, 0, 0
+    into: Path | None = None  # the partition being written
     writer: pq.ParquetWriter | None = None
     buffered: list[pa.Table] = []
     written = 0
@@ -174,13 +181,15 @@ def _rewrite(
                 data = data.slice(0, seen.limit)
             offset = 0
             while offset < len(data):
-                if writer is None or in_file >= rows:
+                if writer is None or in_file >= rows or into != f.path.parent:
                     flush()
                     if opened is not None:
                         opened.close()
+                    into = f.path.parent
                     stem = f"part-{w.ingest_id}" + (f".{sequence}" if sequence else "")
                     opened = contextlib.ExitStack()
-                    path = opened.enter_context(w._file(w.staged(table, folder, f"{stem}.parquet")))
+                    dest = w.staged(table, *into.relative_to(root).parts, f"{stem}.parquet")
+                    path = opened.enter_context(w._file(dest))
                     writer = opened.enter_context(
                         pq.ParquetWriter(path, schema, compression="zstd")
                     )

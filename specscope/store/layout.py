@@ -2,11 +2,21 @@
 table and how their names order them.
 
     STORE/specscope.json                               schema version, committed ingests
-    STORE/<table>/source_id=<id>/part-<ingest>.parquet  spec_decode, engine_stats, events
+    STORE/<table>/date=<day>/source_id=<id>/part-<ingest>.parquet
+                                                       spec_decode, engine_stats, events
+    STORE/<table>/source_id=<id>/part-<ingest>.parquet  bench, run_sums; the three above
+                                                       as writers before partitions wrote them
     STORE/runs/source_id=<id>/runs-<ingest>.parquet     the runs of a source (latest wins)
     STORE/sources/sources-<ingest>.parquet              one row per ingested source
     STORE/stage/                                        what is on its way in (no table's)
     STORE/.lock                                         the writers' lock and lease
+
+Rows with a time are partitioned by their day (``DATED``: the UTC date of ``ts_utc``, else
+the date ``ts`` prints; ``date=__HIVE_DEFAULT_PARTITION__`` for rows with neither, which
+hive readers read as null) and then by source, hive-style, so that an engine given a day
+opens that day's files alone. The folder above ``source_id=`` is the partition's, so the
+source of a file is its folder's name in either layout, and a store written before
+partitions reads as it did: the manifest lists paths, whatever their depth.
 
 The manifest lists each ingest with the files it committed (path, rows, bytes, sha256):
 only those files are the store's. A later ingest may list a path again: it grew that file
@@ -43,6 +53,9 @@ STAGE = "stage"  # rows and files on their way in, during an ingest
 FILES = "files-"  # stage/files-<ingest>/<table>/...: an ingest's data files before its commit
 LOCK = ".lock"
 LATEST_ONLY = ("runs", "sources")  # tables of which each folder's newest file is the table
+DATED = ("spec_decode", "engine_stats", "events")  # tables partitioned by day, then source
+DAY = "date"  # the day's partition key
+NO_DAY = "__HIVE_DEFAULT_PARTITION__"  # the day of rows without a time (null to hive readers)
 REPLACES = "replaces"  # a compaction's ingest: the paths its files take the place of
 
 # How this package names data files: part-, runs- or sources-<ingest id>[.<n>].parquet,
@@ -222,9 +235,12 @@ def live_files(
             if best is None or f.order > best.order:
                 latest[f.path.parent] = f
         found = list(latest.values())
-    # As written: by folder, by ingest (in the order they were committed: two ingests
-    # in one second have ids in random order), then by number within an ingest.
-    return sorted(found, key=lambda f: (str(f.path.parent), f.first, file_number(f.path)))
+    # As written: by source, by ingest (in the order they were committed: two ingests
+    # in one second have ids in random order), by day within an ingest (days sort as
+    # written, and the rows of a day without one after the rest), then by number.
+    return sorted(
+        found, key=lambda f: (f.path.parent.name, f.first, str(f.path.parent), file_number(f.path))
+    )
 
 
 def replaced_paths(
@@ -249,6 +265,18 @@ def newest_of_each_path(files: Iterable[DataFile]) -> dict[Path, DataFile]:
         before = out.get(f.path)
         out[f.path] = replace(f, first=f.order if before is None else before.first)
     return out
+
+
+def source_folder(path: Path) -> str:
+    """The ``source_id=<id>`` folder a data file is in (its parent, in either layout)."""
+    return path.parent.name
+
+
+def partition(table: str, source_id: str, day: str | None = None) -> str:
+    """A table's folder for ``source_id``'s rows (of ``day`` where the table is dated),
+    relative to the table's: ``date=<day>/source_id=<id>`` or ``source_id=<id>``."""
+    folder = f"source_id={source_id}"
+    return folder if table not in DATED or day is None else f"{DAY}={day}/{folder}"
 
 
 def committed_files(path: Path, table: str) -> list[Path]:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from specscope.store.layout import (
     relative,
 )
 from specscope.store.objects import Objects, is_url, parse_url
+from specscope.store.order import LINE, in_line_order
 from specscope.store.writing import StoreWriter, locked_writer
 
 
@@ -79,13 +81,23 @@ class Store:
         return read_manifest(self.path)
 
     def files(self, table: str) -> list[Path]:
-        """The committed data files of ``table`` (latest only, for runs and sources)."""
-        return [f.path for f in self._files(table)]
+        """The committed data files of ``table`` (latest only, for runs and sources), each
+        source's in the order of their lines (``order``)."""
+        return [f.path for f in self._ordered(table)[0]]
 
     def file_rows(self, table: str) -> list[tuple[Path, int | None]]:
         """The committed data files of ``table`` with the rows each was committed with
         (None for a file of an ingest from before files were listed)."""
-        return [(f.path, None if f.entry is None else f.entry.rows) for f in self._files(table)]
+        files = self._ordered(table)[0]
+        return [(f.path, None if f.entry is None else f.entry.rows) for f in files]
+
+    def shuffled(self, table: str) -> frozenset[str]:
+        """The sources of ``table`` whose files' lines interleave (a log whose days go
+        back): a reader of their files sorts their rows by line (``order.sort_shuffled``)."""
+        return self._ordered(table)[1]
+
+    def _ordered(self, table: str) -> tuple[list[DataFile], frozenset[str]]:
+        return in_line_order(self._files(table))
 
     def _files(self, table: str) -> list[DataFile]:
         found = live_files(self.path, table)
@@ -96,11 +108,18 @@ class Store:
     def _checked(self, name: str) -> list[tuple[DataFile, Inspection]]:
         """The files of a table, each as committed; else a StoreError naming the first that
         is not. A file gone (the runs a writer just superseded) is looked for once more."""
+        return self._checked_in_order(name)[0]
+
+    def _checked_in_order(
+        self, name: str
+    ) -> tuple[list[tuple[DataFile, Inspection]], frozenset[str]]:
+        """``_checked`` in line order, with the sources whose rows need sorting."""
         for attempt in range(2):
-            checked = [(f, inspect(f)) for f in self._files(name)]
+            files, shuffled = self._ordered(name)
+            checked = [(f, inspect(f)) for f in files]
             problem = next((i.problem for _, i in checked if i.problem is not None), None)
             if problem is None:
-                return checked
+                return checked, shuffled
             if problem.kind != MISSING or attempt:
                 raise StoreError(
                     f"{problem.kind} data file of {name}: {problem.detail} "
@@ -113,34 +132,26 @@ class Store:
         if name not in TABLES:
             raise StoreError(f"no table {name!r}; tables: {', '.join(TABLES)}")
         schema = TABLES[name]
-        checked = self._checked(name)
+        checked, shuffled = self._checked_in_order(name)
         if not checked:
             empty = pl.DataFrame(empty_table(schema))
             if name in PARTITIONED:
                 empty = empty.with_columns(pl.lit(None, pl.String).alias("source_id"))
             return empty.lazy()
         want = polars_schema(name)
-        frames = []
-        plain: list[DataFile] = []  # files read whole with every column: one scan for a run
-        for f, seen in checked:
-            if seen.limit is None and set(want) <= set(seen.columns):
-                plain.append(f)
+        frames: list[pl.LazyFrame] = []
+        run: list[tuple[DataFile, Inspection]] = []  # sources read as listed, in one go
+        for folder, group in groupby(checked, key=lambda c: c[0].path.parent.name):
+            if folder.split("=", 1)[-1] not in shuffled:
+                run.extend(group)
                 continue
-            frames.extend(_scan_all(plain, name, want))
-            plain = []
-            lf = pl.scan_parquet(f.path)
-            if seen.limit is not None:
-                lf = lf.head(seen.limit)
-            # A file written before a column was added lacks it: it reads as null.
-            lf = lf.with_columns(
-                pl.lit(None, dtype).alias(column)
-                for column, dtype in want.items()
-                if column not in seen.columns
-            ).select(list(want))
-            if name in PARTITIONED:
-                lf = lf.with_columns(pl.lit(_source_of(f)).alias("source_id"))
-            frames.append(lf)
-        frames.extend(_scan_all(plain, name, want))
+            frames.extend(_frames(run, name, want))
+            run = []
+            # A log whose days go back: its files, each in line order, interleave.
+            own = _frames(list(group), name, want)
+            whole = own[0] if len(own) == 1 else pl.concat(own, how="vertical")
+            frames.append(whole.sort(LINE, maintain_order=True))
+        frames.extend(_frames(run, name, want))
         return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
 
     def sums_cover_rows(self) -> bool:
@@ -189,6 +200,34 @@ _PATH = "__specscope_file"
 
 def _source_of(f: DataFile) -> str:
     return f.path.parent.name.split("=", 1)[1]
+
+
+def _frames(
+    checked: list[tuple[DataFile, Inspection]], name: str, want: pl.Schema
+) -> list[pl.LazyFrame]:
+    """The files' committed rows, in order, as few scans as may be."""
+    frames = []
+    plain: list[DataFile] = []  # files read whole with every column: one scan for a run
+    for f, seen in checked:
+        if seen.limit is None and set(want) <= set(seen.columns):
+            plain.append(f)
+            continue
+        frames.extend(_scan_all(plain, name, want))
+        plain = []
+        lf = pl.scan_parquet(f.path)
+        if seen.limit is not None:
+            lf = lf.head(seen.limit)
+        # A file written before a column was added lacks it: it reads as null.
+        lf = lf.with_columns(
+            pl.lit(None, dtype).alias(column)
+            for column, dtype in want.items()
+            if column not in seen.columns
+        ).select(list(want))
+        if name in PARTITIONED:
+            lf = lf.with_columns(pl.lit(_source_of(f)).alias("source_id"))
+        frames.append(lf)
+    frames.extend(_scan_all(plain, name, want))
+    return frames
 
 
 def _scan_all(files: list[DataFile], name: str, want: pl.Schema) -> list[pl.LazyFrame]:

@@ -15,7 +15,7 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,13 +29,17 @@ from specscope.store import commit as committing
 from specscope.store import durable
 from specscope.store.integrity import inspect
 from specscope.store.layout import (
+    DATED,
     LATEST_ONLY,
     LOCK,
     MANIFEST,
+    NO_DAY,
     STAGE,
+    DataFile,
     files_dir,
     ingest_of,
     live_files,
+    partition,
     read_manifest,
 )
 from specscope.store.locking import (
@@ -281,45 +285,44 @@ class StoreWriter:
         run_sums: Callable[[], pa.Table] | None = None,
     ) -> int:
         """Append rows of a partitioned table for one source, a frame at a time (memory
-        holds one part, however many rows there are). A part is a row group; a file takes
-        at most ROW_GROUPS_PER_FILE of them, then the next file begins (a Parquet writer
-        holds every group's metadata until it closes). Spec-decode rows get their
-        ``run_sums`` beside them: summed here, or ``run_sums()`` once the parts are read
-        (a caller that sums the same rows already).
+        holds one part, however many rows there are). A part is a row group (a group per
+        day it holds, in a dated table: ``layout.DATED``); a file takes at most
+        ROW_GROUPS_PER_FILE of them, then the next file of its folder begins (a Parquet
+        writer holds every group's metadata until it closes). Spec-decode rows get their
+        ``run_sums`` beside them, in the source's folder (not a day's: a run's sums span
+        its days): summed here, or ``run_sums()`` once the parts are read (a caller that
+        sums the same rows already).
 
-        The first rows go into the source's newest file while it is small (``growable``):
-        a pull every few minutes would otherwise leave a file a pull in every table."""
-        folder = f"source_id={source_id}"
+        The first rows of each folder go into its newest file while it is small
+        (``growable``): a pull every few minutes would otherwise leave a file a pull in
+        every table."""
         schema = TABLES[name]
-        written = 0
         summed = RunSums() if name == "spec_decode" and run_sums is None else None
-        pending = iter(p for p in parts if not p.is_empty())
-        part = next(pending, None)
-        if part is None:
-            return 0
-        grown = self._growable(name, folder)
-        sequence = 0
-        while part is not None:
-            stem = f"part-{self.ingest_id}" + (f".{sequence}" if sequence else "")
-            dest = self.staged(name, folder, f"{stem}.parquet")
-            if grown is not None and sequence == 0:
-                dest = self.staged(*grown.relative_to(self.store.path).parts)
-            with (
-                self._file(dest) as path,
-                pq.ParquetWriter(path, schema, compression="zstd") as writer,
-            ):
-                if grown is not None and sequence == 0:
-                    writer.write_table(conform(pq.read_table(grown), schema))
-                for _ in range(ROW_GROUPS_PER_FILE):
-                    if part is None:
-                        break
-                    writer.write_table(part.to_arrow().cast(schema))
-                    if summed is not None:
-                        summed.add(part)
-                    written += len(part)
+        files: dict[str, _Open] = {}
+        written = 0
+        with contextlib.ExitStack() as stack:
+            live: list[DataFile] | None = None  # the table's files, read once for all days
+            for part in parts:
+                if summed is not None and not part.is_empty():
+                    summed.add(part)
+                for folder, rows in _by_day(name, source_id, part):
+                    out = files.get(folder)
+                    if out is None:
+                        if live is None:
+                            live = self._live(name)
+                        out = files[folder] = _Open(self._growable(name, folder, live))
+                    if out.writer is None or out.groups >= ROW_GROUPS_PER_FILE:
+                        if out.file is not None:
+                            out.file.close()
+                        out.file = stack.enter_context(contextlib.ExitStack())
+                        self._open(out, name, folder, schema)
+                    assert out.writer is not None
+                    out.writer.write_table(rows.to_arrow().cast(schema))
+                    out.groups += 1
+                    written += len(rows)
                     self._beat()
-                    part = next(pending, None)
-            sequence += 1
+        if not files:
+            return 0
         self.sources.append(source_id)
         if name == "spec_decode":
             if summed is not None:
@@ -327,10 +330,12 @@ class StoreWriter:
             else:
                 assert run_sums is not None  # spec_decode rows are summed here unless given
                 rollup = run_sums()
+            folder = f"source_id={source_id}"
             sums_file = self.store.path / "run_sums" / folder / f"part-{self.ingest_id}.parquet"
-            if grown is not None and sequence == 1:
-                # Only the grown file took rows: its ingest's rollup takes their sums.
-                sums_file = sums_file.with_name(f"part-{ingest_of(grown)}.parquet")
+            grown = {ingest_of(o.grown) for o in files.values() if o.grown is not None}
+            if len(grown) == 1 and all(o.grown is not None and o.made == 1 for o in files.values()):
+                # Only grown files took rows, all of one ingest: its rollup takes their sums.
+                sums_file = sums_file.with_name(f"part-{grown.pop()}.parquet")
                 if sums_file.is_file():
                     rollup = pa.concat_tables(
                         [conform(pq.read_table(sums_file), TABLES["run_sums"]), rollup]
@@ -338,20 +343,45 @@ class StoreWriter:
             self._write(rollup, self.staged(*sums_file.relative_to(self.store.path).parts))
         return written
 
-    def _growable(self, name: str, folder: str) -> Path | None:
-        """The newest file of ``name/folder`` if the next rows may go into it: it is small
-        (under GROW_ROWS rows and GROW_BYTES), whole as committed, and this ingest has
-        written nothing there yet (two versions of one file in one ingest: the second would
-        lose the first's rows)."""
+    def _open(self, out: _Open, name: str, folder: str, schema: pa.Schema) -> None:
+        """The next file of ``folder`` for ``out`` to write into: its newest file grown
+        (the first, where it may be) or a new one."""
+        assert out.file is not None
+        stem = f"part-{self.ingest_id}" + (f".{out.made}" if out.made else "")
+        dest = self.staged(name, folder, f"{stem}.parquet")
+        grow = out.grown is not None and out.made == 0
+        if grow:
+            assert out.grown is not None
+            dest = self.staged(*out.grown.relative_to(self.store.path).parts)
+        path = out.file.enter_context(self._file(dest))
+        out.writer = out.file.enter_context(pq.ParquetWriter(path, schema, compression="zstd"))
+        if grow:
+            assert out.grown is not None
+            out.writer.write_table(conform(pq.read_table(out.grown), schema))
+        out.made += 1
+        out.groups = 0
+
+    def _live(self, name: str) -> list[DataFile]:
+        """The table's files now, for ``_growable`` (none where the store cannot say)."""
+        if name in LATEST_ONLY:
+            return []
+        try:
+            return live_files(self.store.path, name)
+        except StoreError:
+            return []
+
+    def _growable(self, name: str, folder: str, live: list[DataFile]) -> Path | None:
+        """The newest file of ``name/folder`` (of ``live``, the table's files) if the next
+        rows may go into it: it is small (under GROW_ROWS rows and GROW_BYTES), whole as
+        committed, and this ingest has written nothing there yet (two versions of one file
+        in one ingest: the second would lose the first's rows)."""
         if name in LATEST_ONLY:
             return None
         where = self.store.path / name / folder
-        if any(p.parent == self.staged(name, folder) for p in self.written):
+        staged = self.staged(name, folder)
+        if any(p.parent == staged for p in self.written):
             return None
-        try:
-            files = [f for f in live_files(self.store.path, name) if f.path.parent == where]
-        except StoreError:
-            return None
+        files = [f for f in live if f.path.parent == where]
         if not files or files[-1].entry is None:
             return None
         newest = files[-1]
@@ -485,6 +515,47 @@ class StoreWriter:
                 f"({durable.reason(exc)}); the next write moves them in",
                 path=str(root),
             ) from exc
+
+
+class _Open:
+    """A folder's file being written by ``add_parts``: the file's ExitStack (closing it
+    closes the Parquet writer, then syncs and lists the file), row groups in it, files
+    made so far, and the folder's newest file if the first of them grows it."""
+
+    def __init__(self, grown: Path | None) -> None:
+        self.grown = grown
+        self.file: contextlib.ExitStack | None = None
+        self.writer: pq.ParquetWriter | None = None
+        self.groups = 0
+        self.made = 0
+
+
+def _by_day(name: str, source_id: str, part: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """A part's rows by the folder they go in (``layout.partition``): by day in a dated
+    table, in the order the days first come; the whole part otherwise."""
+    if part.is_empty():
+        return []
+    if name not in DATED:
+        return [(partition(name, source_id), part)]
+    when = [pl.col(c).dt.date() for c in ("ts_utc", "ts") if c in part.columns]
+    day = pl.coalesce(when) if when else pl.lit(None, pl.Date)
+    # Dates, not their text: a part of a fleet's pull is formatted once, not row by row.
+    days = part.select(day.alias(_DAY_KEY)).to_series()
+    first = days.unique(maintain_order=True)
+    if len(first) == 1:  # the common case: a part of one day, not copied
+        return [(partition(name, source_id, _day_name(first[0])), part)]
+    keyed = part.with_columns(days)
+    return [
+        (partition(name, source_id, _day_name(key[0])), rows.drop(_DAY_KEY))
+        for key, rows in keyed.partition_by(_DAY_KEY, as_dict=True, maintain_order=True).items()
+    ]
+
+
+def _day_name(day: date | None) -> str:
+    return NO_DAY if day is None else day.isoformat()
+
+
+_DAY_KEY = "__specscope_day"
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

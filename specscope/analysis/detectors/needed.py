@@ -45,6 +45,7 @@ from specscope.analysis.requests import request_rows
 from specscope.analysis.siblings import side_rows
 from specscope.schema import polars_schema
 from specscope.store import rollup
+from specscope.store.order import sort_shuffled
 from specscope.store.reading import Store
 from specscope.thresholds import Config, load_config, load_reference
 
@@ -146,6 +147,7 @@ def gather_needed(
         told = set(bench["source_id"].to_list())
         need.update(r for r, run in base.runs.items() if run.get("source_id") in told)
     files = {t: _by_source(store, t) for t in ("spec_decode", "engine_stats")}
+    shuffled = {t: store.shuffled(t) for t in files}
     stored: dict[str, int] = {}
     for path, rows in store.file_rows("spec_decode"):
         source = path.parent.name.split("=", 1)[1]
@@ -157,8 +159,8 @@ def gather_needed(
         size[source] = stored[source] if source in stored else size.get(source, 0) + records
 
     def screened(batch: list[str]) -> set[str]:
-        spec = _read(files["spec_decode"], batch, _SPEC)
-        stats = _read(files["engine_stats"], batch, _STATS)
+        spec = _read(files["spec_decode"], batch, _SPEC, shuffled["spec_decode"])
+        stats = _read(files["engine_stats"], batch, _STATS, shuffled["engine_stats"])
         of_runs = runs.filter(pl.col("source_id").is_in(batch))
         ids = of_runs["run_id"].to_list()
         ev = evidence(spec, stats, of_runs, per_run.filter(pl.col("run_id").is_in(ids)))
@@ -185,12 +187,28 @@ def gather_needed(
     # server, and a scan over every file opens every file whatever its filter.
     # Filtered in the scan and streamed: else every file of the sources is read whole (a
     # source pulled 30 times: 1.2 GB where the rows kept take a fifth of it).
-    spec = _rows_of(files["spec_decode"], holding(need), "spec_decode", spec_all, chosen)
+    spec = _rows_of(
+        files["spec_decode"],
+        holding(need),
+        "spec_decode",
+        spec_all,
+        shuffled["spec_decode"],
+        chosen,
+    )
     spec_rows = spec.collect(engine="streaming")
-    stats = _rows_of(files["engine_stats"], holding(need), "engine_stats", stats_all, chosen)
+    stats = _rows_of(
+        files["engine_stats"],
+        holding(need),
+        "engine_stats",
+        stats_all,
+        shuffled["engine_stats"],
+        chosen,
+    )
     placed = placed - need - {""}
     where = _where(
-        _rows_of(files["spec_decode"], holding(placed), "spec_decode", spec_all),
+        _rows_of(
+            files["spec_decode"], holding(placed), "spec_decode", spec_all, shuffled["spec_decode"]
+        ),
         sorted(placed),
         spec_rows.schema,
     )
@@ -255,10 +273,12 @@ def _rows_of(
     sources: list[str],
     table: str,
     like: pl.LazyFrame,
+    shuffled: frozenset[str],
     only: pl.Expr | None = None,
 ) -> pl.LazyFrame:
     """The rows of the sources' files with the columns and types of ``like`` (a file
-    written before a column was added reads it as null, as ``Store.table`` does); ``only``:
+    written before a column was added reads it as null, as ``Store.table`` does), each
+    source's in line order (``store.order``: ``shuffled`` sources sorted); ``only``:
     those it keeps, filtered in the scan, before the casts (else every row is read)."""
     want = like.collect_schema()
     paths = {str(path): source for source in sources for path in files.get(source, [])}
@@ -273,7 +293,8 @@ def _rows_of(
     )
     if only is not None:
         scan = scan.filter(only)
-    return scan.with_columns(_source(paths)).select(pl.col(c).cast(t) for c, t in want.items())
+    rows = scan.with_columns(_source(paths)).select(pl.col(c).cast(t) for c, t in want.items())
+    return sort_shuffled(rows, shuffled & set(sources))
 
 
 # One scan over many files (a fleet's store has a file per server or per pull in each
@@ -294,10 +315,14 @@ def _by_source(store: Store, table: str) -> dict[str, list[Path]]:
 
 
 def _read(
-    files: dict[str, list[Path]], sources: list[str], columns: tuple[str, ...]
+    files: dict[str, list[Path]],
+    sources: list[str],
+    columns: tuple[str, ...],
+    shuffled: frozenset[str],
 ) -> pl.DataFrame:
-    """The ``columns`` of the sources' files (``source_id`` from the folder), the run as a
-    category as ``detector_rows`` gives it."""
+    """The ``columns`` of the sources' files (``source_id`` from the folder; each source's
+    rows in line order, ``shuffled`` sources sorted), the run as a category as
+    ``detector_rows`` gives it."""
     paths = {str(path): source for source in sources for path in files.get(source, [])}
     if not paths:  # the columns' own types: a screen compares them (a store of no stats)
         types = {**polars_schema("engine_stats"), **polars_schema("spec_decode")}
@@ -305,7 +330,10 @@ def _read(
         return empty.with_columns(pl.col("run_id").cast(pl.Categorical))
     scan = pl.scan_parquet(list(paths), include_file_paths=_PATH, extra_columns="ignore")
     return (
-        scan.select(*(c for c in columns if c != "source_id"), _source(paths))
+        sort_shuffled(
+            scan.select(*(c for c in columns if c != "source_id"), _source(paths)),
+            shuffled & set(sources),
+        )
         .with_columns(pl.col("run_id").cast(pl.Categorical))
         .collect()
         .rechunk()
