@@ -42,9 +42,24 @@ def test_shapes_that_are_no_comparison_give_no_record(defn, text) -> None:
 
 
 def test_every_stated_definition_has_a_negative_sample() -> None:
-    # stated_speedup, _pairs, _ratio, _settings, _table, _table_bare, _words; stated_acceptance,
-    # _bullets, _heading, _positions
-    assert len(STATED) == 11
+    # stated_speedup, _pairs, _ratio, _settings, _table, _table_bare, _tables_joined, _words;
+    # stated_acceptance, _bullets, _heading, _positions; stated_claims, _claims_acceptance
+    assert sorted(d.name for d in STATED) == [
+        "stated_acceptance",
+        "stated_acceptance_bullets",
+        "stated_acceptance_heading",
+        "stated_acceptance_positions",
+        "stated_claims",
+        "stated_claims_acceptance",
+        "stated_speedup",
+        "stated_speedup_pairs",
+        "stated_speedup_ratio",
+        "stated_speedup_settings",
+        "stated_speedup_table",
+        "stated_speedup_table_bare",
+        "stated_speedup_tables_joined",
+        "stated_speedup_words",
+    ]
     assert all(any(not s.records for s in d.samples) for d in STATED)
 
 
