@@ -48,11 +48,7 @@ CLASSES = (*WANTED, *HARMLESS)
 
 # Sentences that claim nothing wrong but that today's readers blame: each a bug of the reader
 # named, for its engineer to fix (strict: a fix turns the xfail into a failure to delete here).
-MISREAD: dict[str, str] = {
-    "vllm-mlx#471/1": "parsers/stated_acceptance.toml reads '0% acceptance rate' inside a"
-    " conditional explanation ('if the MTP weights were extracted with the default quantization"
-    " path ..., resulting in 0% acceptance rate'): zero_acceptance on a hypothesis",
-}
+MISREAD: dict[str, str] = {}
 
 
 def _ident(entry: dict, seen: Counter[str]) -> str:

@@ -31,7 +31,7 @@ ROLES = (
     "speed", "time", "acceptance", "prefill", "slower", "lower", "higher", "faster", "zero",
     "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
     "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
-    "cause",
+    "cause", "unreal", "consequence",
 )  # fmt: skip
 MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
@@ -49,6 +49,7 @@ _FROM_TO = re.compile(
 _ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
 _RATIO = re.compile(r"\d\s?(?:%|×|x(?![a-z]))", re.I)
 _PER_STEP_MAX = 16.0  # a mean acceptance length is at most a depth plus one
+_INVERTED = re.compile(r"(?:had|were)\s", re.I)  # a condition by inversion: 'Had it been ...'
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
 # The words a line must hold for the reader to look at it at all (one search a line).
@@ -345,8 +346,13 @@ def read_claims(lex: Lexicon, text: str) -> list[Claim]:
     """Every claim of a line of prose, positive ones included."""
     clean = " ".join(_MARKUP.sub("", text).split())
     out: list[Claim] = []
-    spoken_of = mine = False
+    spoken_of = mine = supposed = False
     for sentence, mark in sentences(clean):
+        if supposed and lex.has("consequence", sentence):
+            continue  # ('if the weights were quantized, ... . That leads to 0% acceptance')
+        # (a hypothesis runs on into the sentences that draw its consequence)
+        opens = lex.has("condition", sentence) or _INVERTED.match(sentence) is not None
+        supposed = supposed or (opens and lex.has("unreal", sentence))
         for claim in read_sentence(lex, sentence, mark, spoken_of, mine):
             claim.colon = mark == ":"
             out.append(claim)
