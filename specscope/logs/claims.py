@@ -49,6 +49,10 @@ _FROM_TO = re.compile(
 _ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
 _RATIO = re.compile(r"\d\s?(?:%|×|x(?![a-z]))", re.I)
 _PER_STEP_MAX = 16.0  # a mean acceptance length is at most a depth plus one
+_OBSERVED = re.compile(
+    r"(?:I|we)\s+(?:have\s+|had\s+|also\s+|just\s+)?(?:observed|noticed|found|saw|measured)\s+that\s",
+    re.I,
+)  # (a report's opening words: 'I observed that', 'we have noticed that')
 _INVERTED = re.compile(r"(?:had|were)\s", re.I)  # a condition by inversion: 'Had it been ...'
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
@@ -269,9 +273,15 @@ def read_sentence(
     """The claims of one sentence; ``spoken_of``: its line named speculation before it,
     ``mine_before``: its author spoke of their own run before it ('I've tried several
     draft models. However, none of them gave any speedup')."""
-    if mark in ("?", "\uff1f"):
-        return []
     clauses = _clauses(sentence)
+    if mark in ("?", "\uff1f"):
+        # A report of one's own run spliced to a question ('I observed that ..., the
+        # performance is worse than the baseline ..., I am not sure if this is a bug?'): the
+        # question is its last clause, what was observed before it is still said.
+        if len(clauses) < 3 or _OBSERVED.match(sentence) is None:
+            return []
+        clauses, mark = clauses[:-1], "."
+        sentence = ", ".join(clauses)
     named = lex.subject.search(sentence) is not None or lex.has("subject_zh", sentence)
     out: list[Claim] = []
     rates = _rates(lex, sentence)
