@@ -31,7 +31,7 @@ ROLES = (
     "speed", "time", "acceptance", "prefill", "slower", "lower", "higher", "faster", "zero",
     "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
     "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
-    "cause", "unreal", "consequence",
+    "cause", "unreal", "consequence", "minimiser", "linking", "referent",
 )  # fmt: skip
 MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
@@ -157,6 +157,37 @@ def _condition(lex: Lexicon, clause: str, before: str | None) -> str | None:
     return clause[m.start() :]
 
 
+def _minimised(lex: Lexicon, clause: str, hit: regex.Match[str]) -> bool:
+    """The clause calls its slowdown too small to count: a minimiser just before the
+    predicate (at most the measure between: 'a negligible speed decrease'), or after it past
+    linking words alone ('speed decrease is negligible'; not 'slower, and the overhead is
+    negligible', where the minimiser is another subject's)."""
+    before = clause[max(0, hit.start() - 40) : hit.start()]
+    for m in lex.words["minimiser"].finditer(before):
+        rest = before[m.end() :].strip()
+        if not rest or lex.words["speed"].fullmatch(rest) or lex.words["time"].fullmatch(rest):
+            return True
+    return _called_small(lex, clause[hit.end() :])
+
+
+def _called_small(lex: Lexicon, words: str) -> bool:
+    """The words open with a minimiser past linking words alone ('is pretty much negligible')."""
+    for _ in range(6):
+        words = words.lstrip()
+        link = lex.words["linking"].match(words)
+        if link is None:
+            break
+        words = words[link.end() :]
+    return lex.words["minimiser"].match(words.lstrip()) is not None
+
+
+def _dismissed(lex: Lexicon, clause: str) -> bool:
+    """A clause that calls the slowdown before it too small to count ('the drop is within
+    noise', 'negligible though')."""
+    ref = lex.words["referent"].match(clause)
+    return _called_small(lex, clause[ref.end() :] if ref is not None else clause)
+
+
 def _other_method(lex: Lexicon, clause: str, at: int) -> bool:
     """Set against something else after its predicate ('slower than EAGLE-2', 'slower on
     GB10 than on the M5 Max'), not against decoding without speculation."""
@@ -205,6 +236,8 @@ def _speed(lex: Lexicon, clause: str) -> str | None:
             return None
         if says == "slower" and _other_method(lex, clause, hit.end()):
             return None
+        if says == "slower" and hit is not good and _minimised(lex, clause, hit):
+            return None  # ('speed decrease is negligible': no slowdown to blame)
         return says
     return None
 
@@ -325,6 +358,8 @@ def read_sentence(
         if said is None or (said == "slower" and numbered):
             continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
         absent = _names_absence(lex, clause)
+        if said == "slower" and i + 1 < len(clauses) and _dismissed(lex, clauses[i + 1]):
+            continue  # ('drops with MTP, but the drop is within noise')
         if said == "slower" and not (mine or absent or named or (spoken_of and mine_before)):
             continue  # whose run? (a bare 'slower than baseline' in a document)
         claim = _with_condition(lex, Claim(said, clause), clauses[first : i + 1], cond, sentence)
