@@ -31,7 +31,7 @@ ROLES = (
     "speed", "time", "acceptance", "prefill", "slower", "lower", "higher", "faster", "zero",
     "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
     "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
-    "cause", "unreal", "consequence", "minimiser", "linking", "referent",
+    "cause", "unreal", "consequence", "minimiser", "linking", "referent", "fraction", "aside",
 )  # fmt: skip
 MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
@@ -53,11 +53,13 @@ _OBSERVED = re.compile(
     r"(?:I|we)\s+(?:have\s+|had\s+|also\s+|just\s+)?(?:observed|noticed|found|saw|measured)\s+that\s",
     re.I,
 )  # (a report's opening words: 'I observed that', 'we have noticed that')
+# The words between a measure of acceptance and its share ('acceptance rate was about ~1/11').
+_LINK = re.compile(r"(?:\s*(?:rate|length|of|at|was|is|around|about|only|just|roughly))*\s*", re.I)
 _INVERTED = re.compile(r"(?:had|were)\s", re.I)  # a condition by inversion: 'Had it been ...'
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
 # The words a line must hold for the reader to look at it at all (one search a line).
-_TRIGGERS = ("slower", "worse", "lower", "higher", "faster", "zero", "slower_zh")
+_TRIGGERS = ("slower", "worse", "lower", "higher", "faster", "zero", "slower_zh", "fraction")
 
 Keep = Callable[[Definition, int, Reading], None]
 
@@ -252,6 +254,9 @@ def _acceptance(lex: Lexicon, clause: str, k: int | None) -> Claim | None:
         return None if _negated(lex, clause, zero.start()) else Claim("zero", clause, spec=0.0)
     if not spoken:
         return None
+    share = _fraction(lex, clause)
+    if share is not None:
+        return Claim("rate", clause, spec=share)
     change = _FROM_TO.search(clause)
     if change is None:
         return None
@@ -264,6 +269,26 @@ def _acceptance(lex: Lexicon, clause: str, k: int | None) -> Claim | None:
     if min(a, b) < 1 or max(a, b) > _PER_STEP_MAX:
         return None
     return Claim("length", clause, spec=min(a, b), k=k)
+
+
+def _fraction(lex: Lexicon, clause: str) -> float | None:
+    """A share written as a fraction next to the measure of acceptance ('~1/11 acceptance',
+    'acceptance of about 1 in 11'), past linking words alone."""
+    for acc in lex.acceptance_subject.finditer(clause):
+        if "accepted" in acc[0].lower():
+            continue  # ('1/11 tokens accepted': counts, not a share)
+        for frac in lex.words["fraction"].finditer(clause):
+            a, b = int(frac[1]), int(frac[2])
+            if b < 2 or a > b:
+                continue
+            if frac.end() <= acc.start():
+                near = not clause[frac.end() : acc.start()].strip()
+            else:
+                between = clause[acc.end() : frac.start()]
+                near = len(between) <= 30 and _LINK.fullmatch(between) is not None
+            if near and not _negated(lex, clause, frac.start()):
+                return round(a / b, 12)
+    return None
 
 
 def _rates(lex: Lexicon, sentence: str) -> Claim | None:
@@ -340,7 +365,7 @@ def read_sentence(
             continue
         cond = _condition(lex, clause, None if last_cond is None else clauses[last_cond])
         concrete = cond is not None and lex.has("concrete", cond)
-        if (cond is not None and not concrete) or _blocked(lex, clause, concrete):
+        if (cond is not None and not concrete) or _blocked(lex, _own(lex, clause), concrete):
             continue  # ('if acceptance is low, ...': a rule, not an observation)
         if lex.has("prefill", clause):
             continue
@@ -367,6 +392,16 @@ def read_sentence(
         claim.needs_subject = not (named or spoken_of or absent)
         out.append(claim)
     return out
+
+
+def _own(lex: Lexicon, clause: str) -> str:
+    """The clause without an aside on another run after a stated share ('~1/11 acceptance on
+    prompts where the PoC binary reported 100%': the report is the PoC's)."""
+    frac = lex.words["fraction"].search(clause)
+    if frac is None:
+        return clause
+    aside = lex.find("aside", clause[frac.end() :])
+    return clause if aside is None else clause[: frac.end() + aside.start()]
 
 
 def _names_absence(lex: Lexicon, clause: str) -> bool:
