@@ -5,7 +5,6 @@ are the same as when each is built afresh."""
 
 from __future__ import annotations
 
-import copy
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import polars as pl
 import pytest
 
 import specscope
-from specscope.logs import bulkplan, core
+from specscope.logs import core
 from specscope.logs.bulkplan import plan_for
 from specscope.logs.definitions import definitions_dir, load_definitions
 from specscope.logs.grammar import Grammar, default_grammar
@@ -95,12 +94,3 @@ def test_list_limit_is_part_of_the_key(tmp_path: Path, monkeypatch: pytest.Monke
 def test_default_grammar_is_kept() -> None:
     assert default_grammar() is default_grammar()
     assert default_grammar().definitions is load_definitions()
-
-
-def test_only_a_few_plans_are_kept() -> None:
-    # Each copy of the definitions is a key of its own: the oldest plans go, the newest stays.
-    grammars = [Grammar(tuple(copy.copy(d) for d in load_definitions())) for _ in range(12)]
-    plans = [plan_for(g) for g in grammars]
-    assert len(bulkplan._PLANS) == bulkplan._KEPT
-    assert plan_for(grammars[-1]) is plans[-1]
-    assert plan_for(grammars[0]) is not plans[0]

@@ -119,8 +119,7 @@ def plan_for(grammar: Grammar) -> BulkGrammar:
     plan = _PLANS.get(key)
     if plan is None:
         while len(_PLANS) >= _KEPT:
-            # Tolerant: two threads reading at once may both evict (one builds in vain).
-            _PLANS.pop(next(iter(_PLANS), key), None)
+            del _PLANS[next(iter(_PLANS))]
         plan = _PLANS[key] = BulkGrammar(grammar)
     return plan
 
