@@ -28,13 +28,9 @@ from generate import write_server
 GRAMMAR = Grammar(load_definitions())
 
 
-def _read_all(
-    log: Path, stage_dir: Path | None, k: int, mp: pytest.MonkeyPatch, memory: int = 0
-) -> Any:
-    mp.setattr(assemble, "PARTS_PER_PLAN", k)
-    stage = Stage(stage_dir, memory=memory)
-    result = parse_source(open_source(str(log)), GRAMMAR, stage, block_bytes=20_000)
-    done = assemble.finish(
+def _finish(result: Any, stage: Stage) -> Any:
+    """A parse finished as the tests' one source (no year, a fixed mtime)."""
+    return assemble.finish(
         result,
         stage,
         display="log",
@@ -43,6 +39,15 @@ def _read_all(
         year=None,
         user={},
     )
+
+
+def _read_all(
+    log: Path, stage_dir: Path | None, k: int, mp: pytest.MonkeyPatch, memory: int = 0
+) -> Any:
+    mp.setattr(assemble, "PARTS_PER_PLAN", k)
+    stage = Stage(stage_dir, memory=memory)
+    result = parse_source(open_source(str(log)), GRAMMAR, stage, block_bytes=20_000)
+    done = _finish(result, stage)
     parts = {t: list(done.parts(t)) for t in RECORD_TABLES}
     out = (parts, done.runs, done.acceptance, done.run_sums())
     stage.close()
@@ -126,15 +131,7 @@ def test_a_stage_holds_its_rows_in_memory_up_to_its_budget_then_in_files(
             # Past the budget what was held went to files, and every later part too.
             assert not stage.in_memory
             assert all(isinstance(p, Path) for p in parts) and len(files) == len(parts)
-        done = assemble.finish(
-            result,
-            stage,
-            display="log",
-            source_id="s0",
-            mtime=datetime(2026, 11, 21),
-            year=None,
-            user={},
-        )
+        done = _finish(result, stage)
         read[memory] = ({t: pl.concat(list(done.parts(t))) for t in ("spec_decode",)}, done.runs)
         stage.close()
         assert not stage.directory.exists()
