@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
 import regex
 
 from specscope.logs.definitions import Definition
@@ -506,31 +507,44 @@ class ClaimWatch:
         elif p.claim.colon:
             self.waiting.append(p)  # speculation named in what the colon introduces?
 
-    def note(
-        self, table: str, lines: Iterable[Any], extras: Iterable[Any], formats: Iterable[Any]
-    ) -> None:
-        """Rows another definition read into ``table``: their lines, and of bench rows the
-        ``extra``, of spec_decode rows the format."""
-        self.taken.setdefault(table, set()).update(lines)
-        if table == "bench" and not self.numbers:
-            self.numbers = any(_STATED in (e or "") for e in extras)
-        elif table == "spec_decode":
-            self.stated_spec += sum(1 for f in formats if str(f or "").startswith("stated_"))
+    def _lines(self) -> set[int]:
+        # Only a line a claim was read on can clash: the others' lines are not kept (a
+        # server log's bulk rows are millions).
+        return {p.line for p in (*self.found, *self.waiting)}
 
     def note_rows(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+        """The parser's rows about to leave it: the lines they hold that a claim was read
+        on, whether an author's numbers state a comparison, how many rates are stated."""
+        wanted = self._lines()
         for table, rows in tables.items():
-            self.note(
-                table,
-                (r.get("line") for r in rows),
-                (r.get("extra") for r in rows),
-                (r.get("format") for r in rows),
-            )
+            if wanted:
+                self.taken.setdefault(table, set()).update(
+                    r["line"] for r in rows if r.get("line") in wanted
+                )
+            if table == "bench" and not self.numbers:
+                self.numbers = any(_STATED in (r.get("extra") or "") for r in rows)
+            elif table == "spec_decode":
+                self.stated_spec += sum(
+                    1 for r in rows if str(r.get("format") or "").startswith("stated_")
+                )
+
+    def note_frame(self, table: str, frame: pl.DataFrame) -> None:
+        """The same of a frame the bulk reader read."""
+        wanted = self._lines()
+        if wanted:
+            hit = frame.filter(pl.col("line").is_in(sorted(wanted)))["line"]
+            self.taken.setdefault(table, set()).update(hit.to_list())
+        if table == "bench" and not self.numbers and "extra" in frame.columns:
+            self.numbers = bool(frame["extra"].str.contains(_STATED, literal=True).any())
+        elif table == "spec_decode" and "format" in frame.columns:
+            self.stated_spec += int(frame["format"].str.starts_with("stated_").sum())
 
     def close(self, counted: bool) -> None:
-        """Keep what was found, where no other definition read the line (``note``). One
-        claim, one record: acceptance in words is left out where the paste counts acceptance
-        itself (``counted``: 'raises draft acceptance from 10% to 49%' under the table of
-        counts), and a slowdown in words where the author's numbers already state one."""
+        """Keep what was found, where no other definition read the line (``note_rows``,
+        ``note_frame``). One claim, one record: acceptance in words is left out where the
+        paste counts acceptance itself (``counted``: 'raises draft acceptance from 10% to
+        49%' under the table of counts), and a slowdown in words where the author's numbers
+        already state one."""
         taken, numbers = self.taken, self.numbers
         for p in self.found:
             if (counted and p.claim.kind in ("zero", "rate", "length")) or (

@@ -468,9 +468,7 @@ class LineParser:
         self._claims.note_rows(tables)
         for table, parts in frames.items():
             for frame in parts:
-                extras = frame["extra"] if "extra" in frame.columns else ()
-                formats = frame["format"] if "format" in frame.columns else ()
-                self._claims.note(table, frame["line"], extras, formats)
+                self._claims.note_frame(table, frame)
 
     def _keep_claim(self, defn: Definition, line: int, reading: Reading) -> None:
         reason = self.records.keep(defn, Origin(line, line, None), reading, {})
