@@ -741,3 +741,44 @@ def test_specscope_imports_and_writes_where_there_is_no_fcntl(tmp_path):
 def test_a_lease_that_is_not_a_number_is_a_usage_error(cli, tmp_path):
     r = cli("ingest", INT4, "--store", tmp_path / "s", env={"SPECSCOPE_LOCK_LEASE_S": "soon"})
     assert r.status == ExitStatus.USAGE and "SPECSCOPE_LOCK_LEASE_S" in _error_line(r)
+
+
+def test_a_writer_ending_between_another_ones_mkdir_and_claim(tmp_path, monkeypatch):
+    """The race the S3 two-writer test met once in four CI runs: writer A, which made the
+    (local staging) folder and committed nothing there, ends and removes the empty
+    ``stage/`` and the folder itself between writer B's mkdir and B's claim. B makes them
+    again instead of failing with 'No such file or directory'."""
+    root = tmp_path / "store"
+    stage = root / "stage"
+    real_open = os.open
+    removed: list[str] = []
+
+    def open_after_a_writer_ended(path, flags, mode=0o777):
+        if not removed:
+            removed.append(str(path))
+            os.rmdir(stage)  # what writer A's end does when it finds them empty
+            os.rmdir(root)
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(locking.os, "open", open_after_a_writer_ended)
+    owner = locking.own_stage(stage, "20261125T000000abcdef", 60.0)
+    try:
+        assert removed and (stage / "owner-20261125T000000abcdef.json").exists()
+    finally:
+        owner.release()
+
+
+def test_a_writer_that_made_the_folder_leaves_another_writers_lock(tmp_path):
+    """A writer that made the store and committed nothing removes what it made, but not
+    while another writer's claim is in ``stage/``: the lock files would be that one's."""
+    root = tmp_path / "store"
+    stage = root / "stage"
+    owner = locking.own_stage(stage, "20261125T000000abcdef", 60.0)
+    (root / ".lock").write_text("{}")
+    try:
+        writing._unmake_if_empty(root)
+        assert (root / ".lock").exists() and stage.is_dir()
+    finally:
+        owner.release()
+    writing._unmake_if_empty(root)
+    assert not root.exists()

@@ -354,11 +354,24 @@ class StageOwner(Lease):
         return True
 
 
+_STAGE_TRIES = 50  # each lost only to a writer that ended meanwhile
+
+
 def own_stage(stage: Path, ingest_id: str, lease_s: float) -> StageOwner:
     """Claim the stage of ``ingest_id`` (an OSError, such as a full disk, is the caller's)."""
-    stage.mkdir(exist_ok=True)
     path = stage / f"{OWNER}{ingest_id}.json"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    # Another writer that ends removes ``stage/`` when it finds it empty (and the store's
+    # folder, if that writer made it and nothing was committed: a store on object storage
+    # has no manifest in it), which it may do between this mkdir and this open: make them
+    # again. Once the claim is in, the folder is not empty and stays.
+    for attempt in range(_STAGE_TRIES):
+        stage.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            break
+        except FileNotFoundError:
+            if attempt == _STAGE_TRIES - 1:
+                raise
     owner = StageOwner(path, fd, lease_s, ingest_id)
     try:
         owner.claim()

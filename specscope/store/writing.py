@@ -134,6 +134,9 @@ def _unmake_if_empty(root: Path) -> None:
     is not left behind as an empty folder that looks like a store."""
     if (root / MANIFEST).exists():
         return
+    with contextlib.suppress(OSError):
+        if any((root / STAGE).iterdir()):
+            return  # another writer is at work here: its lock files are its own
     for name in (LOCK, HELD, TAKEOVER):
         with contextlib.suppress(OSError):
             (root / name).unlink()
