@@ -60,3 +60,21 @@ def test_triage_keeps_a_store_only_when_asked(cli, tmp_path) -> None:
 def test_triage_refuses_a_report_name_before_reading(cli, tmp_path) -> None:
     r = cli("triage", FIXTURES / "seeds" / "003_83783f5568908b19.txt", "--out", "x.pdf")
     assert r.status == ExitStatus.USAGE and ".md or an .html" in r.err
+
+
+def test_a_number_the_log_does_not_print_is_left_out_not_written_none(cli, tmp_path):
+    """A lone SGLang line prints an accept length and no counts: the finding measures the
+    length only, and no renderer writes the missing counts as 'None'."""
+    log = tmp_path / "one_sglang_line.log"
+    log.write_text(
+        "[2026-03-02 10:11:12 TP0] Decode batch, #running-req: 1, #token: 2345, token usage: "
+        "0.01, accept len: 1.00, accept rate: 0.00, cuda graph: True, gen throughput "
+        "(token/s): 45.12, #queue-req: 0\n"
+    )
+    result = cli("triage", log, "--out", tmp_path / "t.md")
+    assert "zero_acceptance" in result.out
+    measured = [line for line in result.out.splitlines() if "measured:" in line]
+    assert measured and all("None" not in line for line in measured)
+    assert "mean_acceptance_length 1.000" in measured[0]
+    report = (tmp_path / "t.md").read_text()
+    assert "- measured: " in report and "None" not in report.split("- measured: ")[1].split("\n")[0]

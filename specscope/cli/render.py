@@ -271,7 +271,10 @@ def finding_text(f: Finding) -> str:
             when += f" -> {f.window[1]:%H:%M:%S}"
     lines = [f"{str(f.severity).upper():8} {f.kind}  run {f.run_id or '-'}  {where}{when}"]
     if f.measured:
-        lines.append("  measured: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.measured.items()))
+        lines.append(
+            "  measured: "
+            + ", ".join(f"{k} {_fmt(v)}" for k, v in f.measured.items() if v is not None)
+        )
     if f.expected:
         lines.append("  expected: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.expected.items()))
     if f.sample:

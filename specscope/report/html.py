@@ -89,7 +89,7 @@ def render_html(report: Report) -> str:
     findings = []
     for f in report.findings:
         evidence = "".join(f"{e(line)}\n" for line in f["evidence"])
-        numbers = ", ".join(f"{k} {_cell(v, k)}" for k, v in f["measured"].items())
+        numbers = ", ".join(f"{k} {_cell(v, k)}" for k, v in f["measured"].items() if v is not None)
         findings.append(
             f'<section class="finding {e(f["severity"])}"><h3>{e(f["severity"])}: '
             f"{e(f['kind'])} <small>run {e(str(f['run_id']))}</small></h3>"

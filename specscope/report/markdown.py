@@ -137,7 +137,7 @@ def render_markdown(report: Report, out: Path, *, images: bool = True) -> str:
         sure = f.get("confidence") or {}
         sure_text = f"**Confidence:** {md(sure['phrase'])}\n\n" if sure else ""
         parts.append(f"{md(f['explanation'])}\n\n{sure_text}**Next:** {md(f['next_step'])}\n")
-        numbers = ", ".join(f"{md(k)} {md(v)}" for k, v in f["measured"].items())
+        numbers = ", ".join(f"{md(k)} {md(v)}" for k, v in f["measured"].items() if v is not None)
         expected = ", ".join(f"{md(k)} {md(v)}" for k, v in f["expected"].items())
         evidence = ", ".join(f"{md(k)} {md(v)}" for k, v in f["sample"].items())
         body = [f"- where: {where}", f"- measured: {numbers}"]
