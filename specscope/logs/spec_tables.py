@@ -6,6 +6,7 @@ definition's ``keys`` give, never by their place.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import regex
@@ -126,15 +127,22 @@ def _spec_rows(
 
     counts, rate, length = column("counts"), column("rate"), column("length")
     positions, drafts = column("per_position"), column("drafts")
+    spread = [] if runs else _position_columns(defn, header, body)
     if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
         counts = rate
-    if counts is None:
+    if counts is None and not spread:
         return _lengths_alone(header, body, length, column("depth")) if runs else first
     readings: list[Reading] = []
     for i, cells in body:
-        m = _COUNTS.fullmatch(cells[counts]) if len(cells) == len(header) else None
+        whole = len(cells) == len(header)
+        m = _COUNTS.fullmatch(cells[counts]) if whole and counts is not None else None
         if m is None:
-            said = _said_only(cells, rate, length) if len(cells) == len(header) else None
+            said = _said_only(cells, rate, length) if whole else None
+            written = _curve(cells, spread) if whole and spread else None
+            if written is not None:  # the author's curve, as stated: no count made from it
+                said = (said or {"partial": True}) | {"per_position_rate": written}
+                if length is not None and (n := cell_number(cells[length])) and n[0] >= 1:
+                    said["mean_acceptance_length"] = n[0]
             if said is not None:  # a rate (a length) without its counts: as printed, partial
                 reading = Reading(offset=i)
                 reading.values = said
@@ -154,6 +162,8 @@ def _spec_rows(
             curve = [rate_of(x) for x in cells[positions].split("/")]
             if curve and all(x is not None for x in curve):
                 values["per_position_rate"] = curve
+        elif spread and (stated := _curve(cells, spread)) is not None:
+            values["per_position_rate"] = stated
         if drafts is not None and (n := cell_number(cells[drafts])) and n[0].is_integer():
             values["drafts"] = int(n[0])
         reading.values = values
@@ -163,6 +173,59 @@ def _spec_rows(
         return first
     readings[0].more = readings[1:]
     return readings[0]
+
+
+def _position_columns(
+    defn: Definition, header: list[str], body: list[tuple[int, list[str]]]
+) -> list[int]:
+    """The columns that hold one draft position each ('token 1', 'pos 1'), in the order of
+    their indices, when two or more follow one another (0, 1, 2 or 1, 2, 3); a first one at
+    index 0 that is 1.00 in every row is the token the target emits, no position."""
+    key = key_of(defn, "position")
+    if key is None:
+        return []
+    found = [
+        (int(m.group("index")), c)
+        for c, h in enumerate(header)
+        if c > 0 and (m := key.fullmatch(h.strip())) is not None
+    ]
+    indices = [n for n, _ in found]
+    if len(found) < 2 or indices != list(range(indices[0], indices[0] + len(found))):
+        return []
+    if indices[0] > 1:
+        return []
+    columns = [c for _, c in found]
+    rows = [cells for _, cells in body if len(cells) == len(header)]
+    if indices[0] == 0 and rows and all(_share(cells[columns[0]]) == 1.0 for cells in rows):
+        columns = columns[1:]
+    return columns if len(columns) >= 2 else []
+
+
+def _curve(cells: list[str], columns: list[int]) -> list[float] | None:
+    """A row's per-position rates from its position columns: shares ('0.894'), percentages
+    ('81.3%'), or, where one bare number of the row is over 1, every bare number a
+    percentage without its sign ('92.77 | 0.91'); a row with a gap, or whose rates rise,
+    is no curve."""
+    said = [_BARE.fullmatch(_APPROX.sub("", cells[c]).strip()) for c in columns]
+    if any(m is None for m in said):
+        return None
+    numbers = [(float(m.group("num")), bool(m.group("pct"))) for m in said if m is not None]
+    scale = 100.0 if any(v > 1.0 and not pct for v, pct in numbers) else 1.0
+    rates = [round(v / (100.0 if pct else scale), 12) for v, pct in numbers]
+    if any(r > 1.0 for r in rates):
+        return None
+    if any(b > a + _ROUNDING for a, b in pairwise(rates)):
+        return None
+    return rates
+
+
+_BARE = regex.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%?)")
+# A curve printed to three places may tie or cross by the last digit ('0.710', '0.711').
+_ROUNDING = 0.0015
+
+
+def _share(cell: str) -> float | None:
+    return rate_of(_APPROX.sub("", cell))
 
 
 def _lengths_alone(

@@ -5,6 +5,8 @@ twice with one thing changed, where the careful reader's verdict is the comparis
   than the smaller one, or no more than the intervals allow while the positions past the
   smaller k accept next to nothing (under the ``k_too_large`` floor), or when its benchmark
   gives less output throughput on the same workload.
+- ``position_cliff`` against a sibling (``sibling_cliff``): the curves agree up to a
+  position, and there one side's chain breaks while the other's goes on.
 - ``low_acceptance`` against a sibling: the same k, and the tokens accepted per draft
   (tau - 1, a share of k) of one side under a share of its sibling's: ``known_margin`` where
   the paste names what changes (a table's row labels, a config that differs) and it is not a
@@ -29,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from specscope.analysis.detectors.sibling_cliff import cliff_against
 from specscope.analysis.evidence import (
     K_ASSUMED,
     Evidence,
@@ -314,6 +317,12 @@ def _far_below(ev: Evidence, sides: list[Side]) -> list[Finding]:
             change = _change(ev, low, high)
             if change == "expected":
                 continue
+            # A side whose chain breaks where its sibling's goes on: the break is what its
+            # lower acceptance is (sibling_cliff), one finding for the pair.
+            found = cliff_against(ev, low, high, _agg(ev, low), _agg(ev, high))
+            if found is not None:
+                best = (found, math.inf)
+                break
             margin = float(cfg["known_margin" if change == "named" else "unknown_margin"])
             found = _below(ev, low, high, margin, change)
             if found is not None and (best is None or gains[id(high)] > best[1]):
