@@ -35,16 +35,30 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
     """A row's acceptance rate (its cell '**35.8%**', '~0.98') and mean acceptance length as
     the author printed them, with no counts: kept as printed (``reported_rate``, as SGLang's
     accept rate is) and partial; none is made up from the other. A row without a rate did
-    not draft (a baseline's '—'): its tokens a forward are 1, no acceptance."""
-    if rate is None or (r := rate_of(_APPROX.sub("", cells[rate]))) is None:
+    not draft (a baseline's '—'): its tokens a forward are 1, no acceptance. Runs of the
+    row's setup in one cell ('8.6% / 8.1%', two probes) are taken at the highest, the end
+    most favourable to speculation (a low rate read from it holds for every run), each kept
+    in ``extra``; rates that far apart are two setups (a before and an after), none."""
+    if rate is None:
         return None
-    said: dict[str, Any] = {"reported_rate": r, "partial": True}
+    runs = [rate_of(_APPROX.sub("", part)) for part in _PROBES.split(cells[rate])]
+    if any(r is None for r in runs) or len(runs) > _MAX_PROBES:
+        return None
+    rates = [float(r) for r in runs if r is not None]
+    if max(rates) - min(rates) > _PROBES_APART:
+        return None
+    said: dict[str, Any] = {"reported_rate": max(rates), "partial": True}
+    if len(rates) > 1:
+        said["_runs"] = rates
     if length is not None and (n := cell_number(cells[length])) is not None and n[0] >= 1:
         said["mean_acceptance_length"] = n[0]
     return said
 
 
 _APPROX = regex.compile(r"^\s*[~≈]\s*")
+_PROBES = regex.compile(r"\s+/\s+")
+_MAX_PROBES = 4
+_PROBES_APART = 0.1
 
 
 def read_spec_table(defn: Definition, text: str) -> Reading:
@@ -145,8 +159,9 @@ def _spec_rows(
                     said["mean_acceptance_length"] = n[0]
             if said is not None:  # a rate (a length) without its counts: as printed, partial
                 reading = Reading(offset=i)
+                runs = said.pop("_runs", None)
                 reading.values = said
-                reading.extra = {"row": cells[0]}
+                reading.extra = {"row": cells[0]} | ({"runs": runs} if runs else {})
                 readings.append(reading)
             continue
         accepted, drafted = (int(m.group(g).replace(",", "")) for g in ("a", "d"))
