@@ -8,6 +8,7 @@
 //! Everything here is total: any bytes give a [`BlockScan`], never a panic.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use memchr::{memchr, memchr2, memchr3, memmem};
@@ -80,7 +81,12 @@ pub struct Scanner {
     shapes: Vec<Shape>,
     max_list_bytes: usize,
     ansi: Regex,
-    prefix: Regex,
+    // Compiled when a line first needs it (a prefix with bytes that are not ASCII): its
+    // Unicode `\w{0,80}` makes an NFA of 4.5 MB, most of a scanner, and a scanner is kept
+    // for the process (`bulkplan.plan_for`), through the store's write. `None`: it did not
+    // compile (past the regex crate's size limit), so such lines go to the line parser.
+    prefix: OnceLock<Option<Regex>>,
+    prefix_pattern: String,
     inner_head: Regex,
 }
 
@@ -169,6 +175,14 @@ fn compile(pattern: &str) -> Result<Regex, SpecError> {
     Regex::new(pattern).map_err(|e| SpecError(format!("bad regex {pattern:?}: {e}")))
 }
 
+/// A pattern compiled later: its syntax is checked now, as `Regex::new` parses it.
+fn checked(pattern: &str) -> Result<String, SpecError> {
+    regex_syntax::Parser::new()
+        .parse(pattern)
+        .map_err(|e| SpecError(format!("bad regex {pattern:?}: {e}")))?;
+    Ok(pattern.to_string())
+}
+
 impl Scanner {
     pub fn new(spec: &Spec) -> Result<Scanner, SpecError> {
         Scanner::build(spec, true)
@@ -237,7 +251,8 @@ impl Scanner {
             shapes,
             max_list_bytes: spec.max_list_bytes,
             ansi: compile(&spec.ansi)?,
-            prefix: compile(&spec.prefix)?,
+            prefix: OnceLock::new(),
+            prefix_pattern: checked(&spec.prefix)?,
             inner_head: compile(&spec.inner_head)?,
         })
     }
@@ -361,14 +376,20 @@ impl Scanner {
         }
         let mut year = -1;
         let mut odd_year = false; // digits that are not ASCII: the line parser reads those
+        let mut unread = false; // the prefix's regex did not compile: the line parser's
         if !clean.starts_with('(') {
             let (cut, y) = match header::prefix(clean.as_bytes()) {
                 Ok(found) => found,
-                Err(header::NotAscii) => {
-                    let (cut, y, odd) = self.prefix_by_regex(clean);
-                    odd_year = odd;
-                    (cut, y)
-                }
+                Err(header::NotAscii) => match self.prefix_by_regex(clean) {
+                    Some((cut, y, odd)) => {
+                        odd_year = odd;
+                        (cut, y)
+                    }
+                    None => {
+                        unread = true;
+                        (0, None)
+                    }
+                },
             };
             if let Some(y) = y {
                 year = y as i32;
@@ -382,6 +403,7 @@ impl Scanner {
         let candidate = plain_chars
             && !has_cr
             && !odd_year
+            && !unread
             && !clean.chars().next_back().is_some_and(char::is_whitespace);
         let head = if candidate {
             header::dated(clean).or_else(|| header::undated(clean))
@@ -395,7 +417,11 @@ impl Scanner {
             && !raw.starts_with('{')
             && !has_cr
             && !self.literals.is_match(raw);
-        let mut kind = if no_literal && ok_line { QUIET } else { SLOW };
+        let mut kind = if no_literal && ok_line && !unread {
+            QUIET
+        } else {
+            SLOW
+        };
         let mut key = 0;
         let mut filled = raw.chars().any(|c| !c.is_whitespace());
         let mut took = false;
@@ -429,9 +455,13 @@ impl Scanner {
     }
 
     /// The prefix's length, its year, and whether the year is printed in digits that are
-    /// not ASCII.
-    fn prefix_by_regex(&self, clean: &str) -> (usize, Option<u32>, bool) {
-        match self.prefix.captures(clean) {
+    /// not ASCII; `None` if the prefix's regex cannot be compiled.
+    fn prefix_by_regex(&self, clean: &str) -> Option<(usize, Option<u32>, bool)> {
+        let prefix = self
+            .prefix
+            .get_or_init(|| Regex::new(&self.prefix_pattern).ok())
+            .as_ref()?;
+        Some(match prefix.captures(clean) {
             Some(c) => {
                 let year = c.get(1).map(|y| y.as_str().parse().ok());
                 (
@@ -441,7 +471,7 @@ impl Scanner {
                 )
             }
             None => (0, None, false),
-        }
+        })
     }
 
     fn ends_in_literal(&self, s: &[u8]) -> bool {

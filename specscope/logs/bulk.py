@@ -28,7 +28,7 @@ import polars as pl
 
 from specscope.logs import bulk_polars, core
 from specscope.logs.blocks import BLOCK_LINES, Blank, pieces
-from specscope.logs.bulkplan import ENVELOPE, RECORD, REST, BulkGrammar, Prepared
+from specscope.logs.bulkplan import ENVELOPE, RECORD, REST, BulkGrammar, Prepared, plan_for
 from specscope.logs.grammar import Grammar
 from specscope.logs.limits import LongLines, max_line_bytes, refresh
 from specscope.logs.parser import LineParser, noted, parse_lines
@@ -62,7 +62,7 @@ def parse_source(
     the stage. Blocks are classified by the compiled scanner when it is there and
     ``compiled`` (else by polars)."""
     refresh()
-    plan = BulkGrammar(grammar)
+    plan = plan_for(grammar)
     long = LongLines(max_line_bytes())
     if bulk and plan.usable and source.encoding() == "utf-8":
         # SPECSCOPE_CORE=0: the polars classifier (to compare, or should the core misread).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -103,6 +103,26 @@ class BulkGrammar:
         self.usable = (
             bool(self.shapes) and not grammar.always and all(e.literals for e in grammar.events)
         )
+        self.compiled: Any = None  # the core's scanner of this plan, built when first asked
+
+
+# Plans kept for the process (issue 17: a paste's ingest paid ~0.03 s to build them and the
+# core's scanner again), keyed by the definitions' identities and the list limit they were
+# built with; a plan holds its definitions alive, so an identity is not reused while kept.
+_PLANS: dict[tuple[int, ...], BulkGrammar] = {}
+_KEPT = 8  # a test may load many sets of definitions: the oldest plan goes
+
+
+def plan_for(grammar: Grammar) -> BulkGrammar:
+    """The plan of ``grammar``'s definitions, built once a process (as is its scanner)."""
+    key = (max_k(), *map(id, grammar.definitions))
+    plan = _PLANS.get(key)
+    if plan is None:
+        while len(_PLANS) >= _KEPT:
+            # Tolerant: two threads reading at once may both evict (one builds in vain).
+            _PLANS.pop(next(iter(_PLANS), key), None)
+        plan = _PLANS[key] = BulkGrammar(grammar)
+    return plan
 
 
 def group_kinds(shape: Shape) -> dict[str, str]:
@@ -252,6 +272,7 @@ __all__ = [
     "escape",
     "group_kinds",
     "literal_prefix",
+    "plan_for",
     "prepared",
     "typed_records",
 ]

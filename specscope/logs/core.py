@@ -80,8 +80,15 @@ def available() -> bool:
 
 def scanner(plan: BulkGrammar) -> Any:
     """What the definitions ask the core to find: their literals and the prefixes of them
-    a cut line may end in, and each plain shape (its literal start and its regex)."""
+    a cut line may end in, and each plain shape (its literal start and its regex). Built
+    once a plan (the core's ``Scanner`` is frozen: a scan keeps its state to itself)."""
     assert available()
+    if plan.compiled is None:
+        plan.compiled = _build(plan)
+    return plan.compiled
+
+
+def _build(plan: BulkGrammar) -> Any:
     return _core.Scanner(
         plan.literals,
         plan.prefixes,

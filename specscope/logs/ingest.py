@@ -19,8 +19,7 @@ import pyarrow as pa
 from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
 from specscope.logs.assemble import Finished, finish, reconfigure
 from specscope.logs.bulk import parse_source
-from specscope.logs.definitions import load_definitions
-from specscope.logs.grammar import Grammar
+from specscope.logs.grammar import Grammar, default_grammar
 from specscope.logs.limits import max_line_bytes, size_text
 from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
@@ -181,7 +180,7 @@ def ingest(
         paths = [paths]
     target = store if isinstance(store, Store) else Store(store or default_store_path())
     side_by_side = jobs > 1 and grammar is None and _can_spawn() and _independent(paths)
-    grammar = grammar or Grammar(load_definitions())
+    grammar = grammar or default_grammar()
     settings = dict(overrides or {})
     if label is not None:
         settings["label"] = label
@@ -317,7 +316,7 @@ def _worker(
     bulk: bool,
 ) -> tuple[SourceReport, dict[str, Any] | None, list[Path], list[str]]:
     writer = StoreWriter(Store(store_path), ingest_id=ingest_id)
-    grammar = Grammar(load_definitions())
+    grammar = default_grammar()
     report, row = _ingest_one(path, writer, known, year, user, grammar, bulk, None)
     return report, row, writer.written, writer.sources
 

@@ -19,9 +19,9 @@ from specscope.logs.checks import guarded
 from specscope.logs.claims import ClaimWatch
 from specscope.logs.clean import clean_line
 from specscope.logs.config_events import ConfigsAndEvents
-from specscope.logs.definitions import Definition, load_definitions
+from specscope.logs.definitions import Definition
 from specscope.logs.fields import read_json, unreadable
-from specscope.logs.grammar import Envelope, Grammar, envelope_of
+from specscope.logs.grammar import Envelope, Grammar, default_grammar, envelope_of
 from specscope.logs.groups import holding, typed_groups
 from specscope.logs.jsonpaste import OPENS
 from specscope.logs.labelled import LabelledResults
@@ -49,7 +49,7 @@ class LineParser:
 
     def __init__(self, grammar: Grammar | None = None) -> None:
         refresh()  # the limits, as the environment sets them now
-        self.grammar = grammar or Grammar(load_definitions())
+        self.grammar = grammar or default_grammar()
         # A record still held when a new run opens is the old run's.
         self.book = RunBook(before_new=self._finish_pending)
         self.records = Records(self.book)
