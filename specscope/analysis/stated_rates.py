@@ -16,6 +16,9 @@ STATED_RATE_FORMATS = (
     "stated_claims_acceptance",  # a rate in words ('close to 0%'): parsers/stated_claims*.toml
     "spec_decode_table",
 )
+# The format of acceptance an author calls low in words without a rate ('the acceptance rate
+# is very low'): its row holds neither a rate nor a length, only the words in `extra`.
+STATED_WORDS_FORMAT = "stated_claims_acceptance"
 
 
 def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
@@ -23,8 +26,9 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
     ``stated_rate``, the mean of the rates their author stated in prose
     (``stated_acceptance``), and ``printed_rate``, the mean of the rates their lines print
     without counts (a pasted 'Avg Draft acceptance rate: 0.0%' or per-position list, whose
-    mean is the same share of draft tokens). Only such runs are looked up, so a store of
-    telemetry is not read again."""
+    mean is the same share of draft tokens), and ``stated_words``, the `extra` of the first
+    row whose author calls acceptance low with no rate at all (a claim, no value to judge).
+    Only such runs are looked up, so a store of telemetry is not read again."""
     silent = per_run.filter(
         pl.col("draft_tokens").is_null() & pl.col("mean_acceptance_length").is_null()
     )["run_id"]
@@ -33,6 +37,7 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
             pl.lit(None, pl.Float64).alias("stated_rate"),
             pl.lit(None, pl.Float64).alias("printed_rate"),
             pl.lit(None, pl.List(pl.Float64)).alias("stated_curve"),
+            pl.lit(None, pl.String).alias("stated_words"),
         )
     stated = pl.col("format").is_in(STATED_RATE_FORMATS)
     rates = (
@@ -43,10 +48,23 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
             pl.when(~stated)
             .then(pl.coalesce("acceptance_rate", pl.col("per_position_rate").list.mean()))
             .alias("printed_rate"),
+            # (a silent run has no mean length: a row of the format without a rate is words)
+            pl.when((pl.col("format") == STATED_WORDS_FORMAT) & pl.col("reported_rate").is_null())
+            .then(pl.col("extra") if "extra" in spec.collect_schema().names() else None)
+            .cast(pl.String)
+            .alias("stated_words"),
         )
-        .filter(pl.col("stated_rate").is_not_null() | pl.col("printed_rate").is_not_null())
+        .filter(
+            pl.col("stated_rate").is_not_null()
+            | pl.col("printed_rate").is_not_null()
+            | pl.col("stated_words").is_not_null()
+        )
         .group_by("run_id")
-        .agg(pl.col("stated_rate").mean(), pl.col("printed_rate").mean())
+        .agg(
+            pl.col("stated_rate").mean(),
+            pl.col("printed_rate").mean(),
+            pl.col("stated_words").drop_nulls().first(),
+        )
         .collect()
     )
     # A per-position curve printed or stated without counts (``stated_curve``): the run's
@@ -71,4 +89,4 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
     )
 
 
-__all__ = ["STATED_RATE_FORMATS", "with_stated_rates"]
+__all__ = ["STATED_RATE_FORMATS", "STATED_WORDS_FORMAT", "with_stated_rates"]

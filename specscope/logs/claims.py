@@ -25,15 +25,11 @@ from typing import Any
 import polars as pl
 import regex
 
+from specscope.logs.claim_acceptance import read_acceptance
+from specscope.logs.claim_words import ATTRIBUTIVE, Claim, Lexicon, lexicon, negated
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
 
-ROLES = (
-    "speed", "time", "acceptance", "prefill", "slower", "lower", "higher", "faster", "zero",
-    "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
-    "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
-    "cause", "unreal", "consequence", "minimiser", "linking", "referent", "fraction", "aside",
-)  # fmt: skip
 MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
 _MARKUP = re.compile(r"\*\*|__|`|^\s*(?:[-*+>]\s+|#+\s+|\d+\.\s+)+")
@@ -41,76 +37,24 @@ _CLAUSE = re.compile(
     r"[,:](?=\s)|[\uff0c\uff1a]|\s(?=(?:but|however|although|though|whereas)\s)", re.I
 )  # (a full-width comma or colon is one with its space)
 _COMPARATIVES = frozenset({"slower", "faster", "worse", "better", "lower", "higher"})
-_ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)
 _ENDS = "!?;\u3002\uff01\uff1f\uff1b"  # and their full-width forms
 _LEAD = re.compile(r"^(?:and|so|also|but|however|although|though|whereas)\s+", re.I)
-_FROM_TO = re.compile(
-    r"(?<![\w.])from\s+~?(\d+(?:\.\d+)?)\s?(%?)\s+to\s+~?(\d+(?:\.\d+)?)\s?(%?)(?![%\d.])(?!\s?[-–~]\s?\d)"
-)  # (not to a range: '10% to 50% - 80%' sums up settings)
 _ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
 _RATIO = re.compile(r"\d\s?(?:%|×|x(?![a-z]))", re.I)
-_PER_STEP_MAX = 16.0  # a mean acceptance length is at most a depth plus one
 _OBSERVED = re.compile(
     r"(?:I|we)\s+(?:have\s+|had\s+|also\s+|just\s+)?(?:observed|noticed|found|saw|measured)\s+that\s",
     re.I,
 )  # (a report's opening words: 'I observed that', 'we have noticed that')
-# The words between a measure of acceptance and its share ('acceptance rate was about ~1/11').
-_LINK = re.compile(r"(?:\s*(?:rate|length|of|at|was|is|around|about|only|just|roughly))*\s*", re.I)
 _INVERTED = re.compile(r"(?:had|were)\s", re.I)  # a condition by inversion: 'Had it been ...'
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
 # The words a line must hold for the reader to look at it at all (one search a line).
-_TRIGGERS = ("slower", "worse", "lower", "higher", "faster", "zero", "slower_zh", "fraction")
+_TRIGGERS = (
+    "slower", "worse", "lower", "higher", "faster", "zero", "slower_zh", "fraction", "low", "fall",
+    "few", "zero_zh", "low_zh",
+)  # fmt: skip
 
 Keep = Callable[[Definition, int, Reading], None]
-
-
-@dataclass(frozen=True)
-class Lexicon:
-    """The compiled word lists of the claims definitions."""
-
-    subject: regex.Pattern[str]
-    acceptance_subject: regex.Pattern[str]
-    words: Mapping[str, regex.Pattern[str]]
-
-    def find(self, role: str, text: str) -> regex.Match[str] | None:
-        return self.words[role].search(text)
-
-    def has(self, role: str, text: str) -> bool:
-        return self.words[role].search(text) is not None
-
-
-@dataclass
-class Claim:
-    """One clause's verdict: ``kind`` slower / faster / zero / length / rate / comparison /
-    baseline; the words quoted, the condition kept, the values bound."""
-
-    kind: str
-    stated: str
-    condition: str | None = None
-    concurrency: bool = False
-    spec: float | None = None
-    base: float | None = None
-    unit: str | None = None
-    k: int | None = None
-    needs_subject: bool = False  # speculation must be named on a line around it
-    colon: bool = False  # the sentence ends in ':' and introduces what follows
-
-    @property
-    def blames(self) -> bool:
-        return self.kind != "faster"
-
-
-def lexicon(definitions: Iterable[Definition]) -> Lexicon | None:
-    """The lexicons, from the definitions that hold them (None without them)."""
-    defs = {d.name: d for d in definitions if d.parse == "claims"}
-    speed, acc = defs.get("stated_claims"), defs.get("stated_claims_acceptance")
-    if speed is None or acc is None or speed.anchor is None or acc.anchor is None:
-        return None
-    words = {r: regex.compile(speed.keys[r], regex.I) for r in ROLES if r in speed.keys}
-    if len(words) != len(ROLES):
-        return None
-    return Lexicon(speed.anchor, acc.anchor, words)
 
 
 def sentences(text: str) -> list[tuple[str, str]]:
@@ -140,13 +84,6 @@ def _clauses(sentence: str) -> list[str]:
         start = m.end()
     out.append(sentence[start:].strip())
     return [_LEAD.sub("", c) for c in out if c]
-
-
-def _negated(lex: Lexicon, clause: str, at: int) -> bool:
-    """A negation in the few words before a predicate ('not slower', "doesn't hurt", 'no
-    slowdown', 'no longer drops')."""
-    before = clause[max(0, at - 24) : at]
-    return lex.has("negation", before) or bool(re.search(r"(?<![\w-])no\s+$", before, re.I))
 
 
 def _condition(lex: Lexicon, clause: str, before: str | None) -> str | None:
@@ -230,65 +167,18 @@ def _speed(lex: Lexicon, clause: str) -> str | None:
         if lex.has("condition", clause[: hit.start()]):
             return None
         before = clause[max(0, hit.start() - 6) : hit.start()]
-        if hit[0].lower() in _COMPARATIVES and _ATTRIBUTIVE.search(before):
+        if hit[0].lower() in _COMPARATIVES and ATTRIBUTIVE.search(before):
             continue  # ('onto the slower AR path': a thing named, not a verdict)
-        negated = _negated(lex, clause, hit.start())
-        if negated and says == "faster" and hit is good:
-            says, negated = "slower", False  # no gain
-        if negated:
+        denied = negated(lex, clause, hit.start())
+        if denied and says == "faster" and hit is good:
+            says, denied = "slower", False  # no gain
+        if denied:
             return None
         if says == "slower" and _other_method(lex, clause, hit.end()):
             return None
         if says == "slower" and hit is not good and _minimised(lex, clause, hit):
             return None  # ('speed decrease is negligible': no slowdown to blame)
         return says
-    return None
-
-
-def _acceptance(lex: Lexicon, clause: str, k: int | None) -> Claim | None:
-    zero = lex.find("zero", clause)
-    # ('nothing is accepted by the MTP head': the words of acceptance are the predicate's)
-    spoken = lex.acceptance_subject.search(clause) is not None
-    if zero is not None and (
-        spoken or ("accept" in zero[0].lower() and lex.subject.search(clause))
-    ):
-        return None if _negated(lex, clause, zero.start()) else Claim("zero", clause, spec=0.0)
-    if not spoken:
-        return None
-    share = _fraction(lex, clause)
-    if share is not None:
-        return Claim("rate", clause, spec=share)
-    change = _FROM_TO.search(clause)
-    if change is None:
-        return None
-    a, b = float(change[1]), float(change[3])
-    percent = bool(change[2] or change[4])
-    rate_word = re.search(r"rate", clause[: change.start()], re.I) is not None
-    if percent or (rate_word and max(a, b) <= 1):
-        value = min(a, b) / (100 if percent else 1)
-        return Claim("rate", clause, spec=round(value, 12))
-    if min(a, b) < 1 or max(a, b) > _PER_STEP_MAX:
-        return None
-    return Claim("length", clause, spec=min(a, b), k=k)
-
-
-def _fraction(lex: Lexicon, clause: str) -> float | None:
-    """A share written as a fraction next to the measure of acceptance ('~1/11 acceptance',
-    'acceptance of about 1 in 11'), past linking words alone."""
-    for acc in lex.acceptance_subject.finditer(clause):
-        if "accepted" in acc[0].lower():
-            continue  # ('1/11 tokens accepted': counts, not a share)
-        for frac in lex.words["fraction"].finditer(clause):
-            a, b = int(frac[1]), int(frac[2])
-            if b < 2 or a > b:
-                continue
-            if frac.end() <= acc.start():
-                near = not clause[frac.end() : acc.start()].strip()
-            else:
-                between = clause[acc.end() : frac.start()]
-                near = len(between) <= 30 and _LINK.fullmatch(between) is not None
-            if near and not _negated(lex, clause, frac.start()):
-                return round(a / b, 12)
     return None
 
 
@@ -371,7 +261,7 @@ def read_sentence(
         if lex.has("prefill", clause):
             continue
         first = min((j for j in at if j is not None), default=i)
-        acc = _acceptance(lex, clause, depth)
+        acc = read_acceptance(lex, clause, depth)
         if acc is not None:
             out.append(_with_condition(lex, acc, clauses[first : i + 1], cond, sentence))
             continue
@@ -547,7 +437,7 @@ class ClaimWatch:
         already state one."""
         taken, numbers = self.taken, self.numbers
         for p in self.found:
-            if (counted and p.claim.kind in ("zero", "rate", "length")) or (
+            if (counted and p.claim.kind in ("zero", "rate", "length", "low")) or (
                 numbers and p.claim.kind == "slower"
             ):
                 continue
@@ -561,10 +451,12 @@ class ClaimWatch:
     def _record(self, claim: Claim) -> tuple[Definition | None, Reading | None]:
         said: dict[str, Any] = {"stated": " ".join(claim.stated.split())}
         values: dict[str, Any] = {}
-        if claim.kind in ("zero", "rate", "length"):
+        if claim.kind in ("zero", "rate", "length", "low"):
             defn = self.defs.get("stated_claims_acceptance")
             values["partial"] = True
-            if claim.kind == "length":
+            if claim.kind == "low":
+                pass  # the author's word alone: no share is made up for it
+            elif claim.kind == "length":
                 values["mean_acceptance_length"] = claim.spec
                 if claim.k is not None:
                     values["k"] = claim.k

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from specscope.analysis.detectors.acceptance_words import low_in_words
 from specscope.analysis.evidence import (
     K_ASSUMED,
     BoundTest,
@@ -259,8 +260,10 @@ def low(ev: Evidence) -> list[Finding]:
     by method and model). With the method not stated, a learned drafter is assumed (MTP,
     EAGLE, a draft model and DFlash all reach ``unknown_method_a1`` or so), and the finding
     says so; n-gram and suffix lookups are judged only when named (their scale is lower).
-    A data-parallel run whose sum says nothing is judged engine by engine too."""
-    return by_engine(ev, _low_of)
+    A data-parallel run whose sum says nothing is judged engine by engine too. A run whose
+    author calls acceptance low in words, with no number at all, is judged on that word
+    (``acceptance_words``)."""
+    return by_engine(ev, _low_of) + low_in_words(ev)
 
 
 def _low_of(
