@@ -130,6 +130,10 @@ class Definition:
     continues: regex.Pattern[str] | None = None  # blocks: lines that carry no field but belong
     match_keys: tuple[str, ...] = ()  # json: the keys that make an object one of these
     has_row: Mapping[str, str] = field(default_factory=dict)  # column: whether table got a row
+    # What a record prints for a run without speculation (SGLang's bench script: 'Acceptance
+    # length: 1.00'): under an author's label naming the baseline (logs.run_labels), such
+    # a record is that run, and the tables of ``has_row`` get no row of it.
+    baseline_prints: Mapping[str, Any] = field(default_factory=dict)
     parse: str | None = None
     starts_run: bool | str = False  # True, or "after_records": only once the run has records
     fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # keyed by squashed label
@@ -330,6 +334,7 @@ _TOP_KEYS: dict[str, _Type] = {
     "continues": _STR,
     "match_keys": _STRS,
     "has_row": _STR_MAP,
+    "baseline_prints": _TABLE,
     "parse": _STR,
     "starts_run": _STARTS_RUN,
     "fields": _TABLE,
@@ -441,6 +446,10 @@ def _check_names(raw: Mapping[str, Any], kind: str, name: str, where: str) -> No
         _check_table(table, tables, f"required_for.{_label(table)}", where, mine)
     for column, table in raw.get("has_row", {}).items():
         _check_table(table, tables, f"has_row.{_label(column)}", where, mine)
+    columns = [spec.get("column") for spec in raw.get("fields", {}).values()]
+    for column in raw.get("baseline_prints", {}):
+        at = f"baseline_prints.{_label(column)}"
+        _check_table(column, columns, at, where, "a field's column")
     _check_derive(raw, kind, tables, where, mine)
     for at, sample in _entries(raw, "samples", "", where):
         table = sample.get("table", own)
@@ -575,6 +584,7 @@ def load_definition(path: Path) -> Definition:
         continues=compiled("continues"),
         match_keys=tuple(raw.get("match_keys", ())),
         has_row=dict(raw.get("has_row", {})),
+        baseline_prints=dict(raw.get("baseline_prints", {})),
         parse=raw.get("parse"),
         starts_run=raw.get("starts_run", False),
         fields=fields,

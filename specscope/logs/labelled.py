@@ -93,7 +93,8 @@ def read_labelled(defn: Definition, lines: Iterable[tuple[int, str]]) -> list[An
     return _compared(groups, spec_key, base_key)
 
 
-def _side(label: str, spec_key: re.Pattern[str], base_key: re.Pattern[str]) -> str | None:
+def label_side(label: str, spec_key: re.Pattern[str], base_key: re.Pattern[str]) -> str | None:
+    """Which run a label names: 'baseline', 'speculative', or None (neither)."""
     if base_key.search(label):  # 'no spec', 'w/o MTP': the words of its absence first
         return "baseline"
     return "speculative" if spec_key.search(label) else None
@@ -131,7 +132,7 @@ def _baseline(
 def _compared(
     groups: list[_Group], spec_key: re.Pattern[str], base_key: re.Pattern[str]
 ) -> list[Any]:
-    labelled = [(g, _side(g.label, spec_key, base_key)) for g in groups if g.measures]
+    labelled = [(g, label_side(g.label, spec_key, base_key)) for g in groups if g.measures]
     pairs: list[_Pair] = []
     for spec, side in labelled:
         base = _baseline(spec, labelled, spec_key) if side == "speculative" else None
@@ -217,4 +218,4 @@ class LabelledResults:
             self.keep(self.defn, first, last, reading)
 
 
-__all__ = ["MAX_LINES", "LabelledResults", "read_labelled"]
+__all__ = ["MAX_LINE", "MAX_LINES", "LabelledResults", "label_side", "read_labelled"]

@@ -36,6 +36,7 @@ from specscope.logs.pasted import Pastes
 from specscope.logs.reading import Reading
 from specscope.logs.records import Records
 from specscope.logs.results import ParseResult, Row, Run, Skip
+from specscope.logs.run_labels import RunLabels
 from specscope.logs.runbook import RunBook
 from specscope.logs.table_shapes import is_caption
 from specscope.logs.wrapped import Block, Breaks, Origin, Pending, Piece, line_at
@@ -65,6 +66,8 @@ class LineParser:
         self._pastes = Pastes(self.grammar.definitions, self)  # pasted /metrics text
         # Result blocks under labels in a fence (specscope.logs.labelled).
         self._labelled = LabelledResults(self.grammar.definitions, self._keep_labelled)
+        # The author's label above a result ('w/o spec:'): which run it is (logs.run_labels).
+        self._labels = RunLabels(self.grammar.definitions)
         # Verdicts stated in sentences (specscope.logs.claims), kept at the end.
         self._claims = ClaimWatch(
             self.grammar.definitions, self._keep_claim, lambda t: bool(self.grammar.envelopes_in(t))
@@ -106,6 +109,7 @@ class LineParser:
             and pastes.last is None
             and not pastes.json.lines
             and not self._labelled.open
+            and not self._labels.held
         )
 
     def open_line(self) -> int | None:
@@ -119,6 +123,7 @@ class LineParser:
         if self._pastes.cut is not None:
             lines.append(self._pastes.cut[0])  # a sample line that may go on
         lines.extend(self._labelled.lines_held())  # a fence that may hold labelled results
+        lines.extend(self._labels.lines_held())  # a label whose result is to come
         return min(lines, default=None)
 
     def close_record(self) -> None:
@@ -174,6 +179,8 @@ class LineParser:
             return
         if self._labelled.wants(raw):  # watched, not taken: the line is read as it would be
             self._labelled.see(line, raw)
+        if self._labels.wants(raw):
+            self._labels.see(line, raw)
         if self._pastes.wants(raw) and (
             self._pastes.take(line, raw) or self._take_bare_sample(line, raw)
         ):
@@ -440,6 +447,7 @@ class LineParser:
         for defn in pending.anchor.definitions:
             reading = pending.reading(defn)
             reading.alone = not pending.in_prose
+            reading.under_baseline = self._labels.under_baseline(pending.line)
             reason = self.records.keep(
                 defn, origin, reading, typed_groups(defn, groups, reading.extra)
             )
@@ -486,6 +494,7 @@ class LineParser:
             self._replay(block)
             return
         for defn, reading in readings:
+            reading.under_baseline = self._labels.under_baseline(block.line)
             for part in (reading, *reading.more):  # a table of records: one a row, its line
                 at = None if part.offset is None else block.line + part.offset
                 reason = self.records.keep(

@@ -1,0 +1,95 @@
+"""The author's label above a result: which run a benchmark's line or block is. SGLang's
+MT-bench script prints the same line for a server with and without speculation, the
+latter as ``Acceptance length: 1.00``; only the author's label says which is which::
+
+    w/o spec:
+    ```
+    #questions: 80, Throughput: 88.61 token/s, Acceptance length: 1.00
+    ```
+
+A label is a short line the definition of labelled results (``label``) reads as one,
+outside a fence or in one; it names the baseline when that definition's ``baseline``
+words are in it and speculation otherwise (``labelled.label_side``). The first line after it
+that is neither blank, a fence nor another label is the line it labels, if it comes within
+``MAX_GAP`` lines: a record starting there whose definition says what it prints without
+speculation (``baseline_prints``) is the run without it (``Records.keep``).
+
+The lines come as the line parser gets them. A label naming the baseline holds one of the
+definition's literals (its words), so the bulk reader feeds it to the parser; while a
+label is held the parser is not quiet, so the lines up to the one it labels are fed one
+by one too. Both readers see the same lines, and a label without those words (``EAGLE3:``)
+counts only where a held label has the parser watch it, the same in both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from specscope.logs.definitions import Definition
+from specscope.logs.labelled import MAX_LINE, label_side
+
+MAX_GAP = 4  # label, blank, fence, blank, result: a label further up names something else
+MAX_WORDS = 4  # a label without a colon is a few words ('Baseline (no spec)'), not prose
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)*")
+_HEADING = re.compile(r"^#{1,6}[ \t]+")
+_EMPHASIS = re.compile(r"\*\*|__")
+
+
+class RunLabels:
+    """Watches for a label naming a run and the line it labels (the definition whose
+    ``parse`` is ``labelled`` gives its keys and its literals)."""
+
+    def __init__(self, definitions: Iterable[Definition]) -> None:
+        defn = next((d for d in definitions if d.kind == "block" and d.parse == "labelled"), None)
+        keys = defn.keys if defn is not None else {}
+        self.fence = defn.anchor if defn is not None else None
+        self.label_key = re.compile(keys["label"], re.I) if "label" in keys else None
+        self.spec_key = re.compile(keys.get("speculative") or "(?!)", re.I)
+        self.base_key = re.compile(keys.get("baseline") or "(?!)", re.I)
+        literals = defn.literals if defn is not None and self.label_key is not None else ()
+        self.words = re.compile("|".join(map(re.escape, literals))) if literals else None
+        self.label: tuple[int, str | None] | None = None  # a label held: its line and side
+        self.labelled: tuple[int, str | None] | None = None  # the line the last one labels
+
+    @property
+    def held(self) -> bool:
+        return self.label is not None
+
+    def lines_held(self) -> list[int]:
+        """The line of a label whose run is yet to come, if one is held."""
+        return [self.label[0]] if self.label is not None else []
+
+    def wants(self, raw: str) -> bool:
+        """Could the line be a label, or the line a held one labels (a cheap test)?"""
+        return self.label is not None or (self.words is not None and bool(self.words.search(raw)))
+
+    def see(self, line: int, raw: str) -> None:
+        """Watch one non-blank line."""
+        if self.label is not None and line - self.label[0] > MAX_GAP:
+            self.label = None
+        if self.fence is not None and self.fence.match(raw.rstrip("\r\n")):
+            return  # the fence around the result a label names
+        name = self._label(raw)
+        if name is not None:
+            self.label = (line, label_side(name, self.spec_key, self.base_key))
+        elif self.label is not None:
+            self.labelled, self.label = (line, self.label[1]), None
+
+    def under_baseline(self, line: int) -> bool:
+        """Is ``line`` the one a label naming the baseline labels?"""
+        return self.labelled == (line, "baseline")
+
+    def _label(self, raw: str) -> str | None:
+        text = _QUOTE.sub("", raw, count=1).strip()
+        text = _EMPHASIS.sub("", _HEADING.sub("", text)).strip(" \t*_")
+        if self.label_key is None or not text or len(text) > MAX_LINE:
+            return None
+        m = self.label_key.fullmatch(text)
+        if m is None:
+            return None
+        name = m.group("label").strip()
+        return name if text.endswith(":") or len(name.split()) <= MAX_WORDS else None
+
+
+__all__ = ["MAX_GAP", "RunLabels"]
