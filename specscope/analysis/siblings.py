@@ -46,6 +46,11 @@ class Side:
     printed: list[float] | None = None  # per-position rates as printed, where no counts
     labels: list[str] = field(default_factory=list)
     formats: frozenset[str] = frozenset()  # the lines it was read from: what it measures
+    # A point along a dimension a table states (its first column a context length, the
+    # row's place along it in ``at``): points along one are no setups compared.
+    along: str | None = None
+    at: float | None = None
+    spread: tuple[float, float] | None = None  # a stated range of runs ('80-91%')
 
     @property
     def where(self) -> str:
@@ -129,6 +134,7 @@ def side_rows(
                 printed=_printed(part["per_position_rate"]),
                 labels=_labels(part["extra"]) if "extra" in part.columns else [],
                 formats=frozenset(part["format"].drop_nulls().to_list()),
+                **(_point(part["extra"]) if "extra" in part.columns else {}),
             )
         )
     return _shaped(out)
@@ -257,6 +263,27 @@ def _labels(extra: pl.Series) -> list[str]:
             if isinstance(label, str) and label.strip() and label.strip() not in found:
                 found.append(label.strip())
     return found
+
+
+def _point(extra: pl.Series) -> dict[str, Any]:
+    """Where a side lies along a dimension its table states, if it does (one record)."""
+    texts = extra.drop_nulls().to_list()
+    if len(texts) != 1:
+        return {}
+    try:
+        value = json.loads(texts[0])
+    except ValueError:
+        return {}
+    if not isinstance(value, dict) or not isinstance(value.get("dimension"), str):
+        return {}
+    at, spread = value.get("at"), value.get("range")
+    return {
+        "along": value["dimension"],
+        "at": float(at) if isinstance(at, int | float) else None,
+        "spread": (float(spread[0]), float(spread[1]))
+        if isinstance(spread, list) and len(spread) == 2
+        else None,
+    }
 
 
 def _int(value: object) -> int | None:

@@ -41,6 +41,8 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
     in ``extra``; rates that far apart are two setups (a before and an after), none."""
     if rate is None:
         return None
+    if (spread := _range_of(cells[rate])) is not None:
+        return {"reported_rate": spread[1], "partial": True, "_range": list(spread)}
     runs = [rate_of(_APPROX.sub("", part)) for part in _PROBES.split(cells[rate])]
     if any(r is None for r in runs) or len(runs) > _MAX_PROBES:
         return None
@@ -57,6 +59,21 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
 
 _APPROX = regex.compile(r"^\s*[~≈]\s*")
 _PROBES = regex.compile(r"\s+/\s+")
+# A range of runs ('80-91%', '0.31–0.33'): at its top, as two probes are at the higher.
+_RANGE = regex.compile(
+    r"[~≈]?\s*(?P<lo>\d+(?:\.\d+)?)\s*(?P<p1>%?)\s*[-–]\s*(?P<hi>\d+(?:\.\d+)?)\s*(?P<pct>%?)"
+)
+
+
+def _range_of(cell: str) -> tuple[float, float] | None:
+    m = _RANGE.fullmatch(cell.strip())
+    if m is None or (bool(m.group("p1")) and not m.group("pct")):
+        return None
+    scale = 100.0 if m.group("pct") else 1.0
+    lo, hi = (round(float(m.group(g)) / scale, 12) for g in ("lo", "hi"))
+    return (lo, hi) if 0.0 <= lo < hi <= 1.0 else None
+
+
 _MAX_PROBES = 4
 _PROBES_APART = 0.1
 
@@ -145,7 +162,17 @@ def _spec_rows(
     if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
         counts = rate
     if counts is None and not spread:
-        return _lengths_alone(header, body, length, column("depth")) if runs else first
+        if runs:
+            return _lengths_alone(header, body, length, column("depth"))
+        # Lengths alone as points along a context length: each a partial record of its
+        # length, as runs side by side are; elsewhere none (k unstated).
+        along = key_of(defn, "dimension")
+        if along is None or not along.fullmatch(header[0].strip()):
+            return first
+        lengths = _lengths_alone(header, body, length, column("depth"))
+        if lengths.values:
+            _along(defn, header[0], [lengths, *lengths.more])
+        return lengths
     readings: list[Reading] = []
     for i, cells in body:
         whole = len(cells) == len(header)
@@ -159,9 +186,13 @@ def _spec_rows(
                     said["mean_acceptance_length"] = n[0]
             if said is not None:  # a rate (a length) without its counts: as printed, partial
                 reading = Reading(offset=i)
-                runs = said.pop("_runs", None)
+                runs, spread_ = said.pop("_runs", None), said.pop("_range", None)
                 reading.values = said
-                reading.extra = {"row": cells[0]} | ({"runs": runs} if runs else {})
+                reading.extra = (
+                    {"row": cells[0]}
+                    | ({"runs": runs} if runs else {})
+                    | ({"range": spread_} if spread_ else {})
+                )
                 readings.append(reading)
             continue
         accepted, drafted = (int(m.group(g).replace(",", "")) for g in ("a", "d"))
@@ -186,8 +217,42 @@ def _spec_rows(
         readings.append(reading)
     if not readings:
         return first
+    _along(defn, header[0], readings)
     readings[0].more = readings[1:]
     return readings[0]
+
+
+def _along(defn: Definition, name: str, readings: list[Reading]) -> None:
+    """Rows that are points along a stated dimension (the first column a context length:
+    '| Context | Acceptance |' with '~100 tok', '~34K', '~86K'): each row's extra says the
+    dimension and where along it (``at``), so that acceptance can be followed along it
+    (analysis/detectors/along.py) and the rows are not set against each other as setups."""
+    key = key_of(defn, "dimension")
+    if key is None or not key.fullmatch(name.strip()):
+        return
+    points = [(r, _magnitude(str(r.extra.get("row", "")))) for r in readings]
+    if any(at is None for _, at in points):
+        return
+    for reading, at in points:
+        reading.extra = reading.extra | {"dimension": name.strip(), "at": at}
+
+
+# A length as authors write it: '~100 tok', '~34K', '2k', '32,768', '1 024', '128K tokens'.
+_MAGNITUDE = regex.compile(
+    r"[~≈]?\s*(?P<num>\d[\d,\s]*(?:\.\d+)?)\s*(?P<unit>[kKmM])?\s*(?:tok(?:en)?s?)?",
+)
+
+
+def _magnitude(label: str) -> float | None:
+    m = _MAGNITUDE.fullmatch(label.strip())
+    if m is None:
+        return None
+    try:
+        value = float(regex.sub(r"[,\s]", "", m.group("num")))
+    except ValueError:
+        return None
+    unit = (m.group("unit") or "").lower()
+    return value * {"": 1, "k": 1_000, "m": 1_000_000}[unit]
 
 
 def _position_columns(

@@ -18,6 +18,7 @@ import polars as pl
 
 import specscope.analysis.detectors.screens as screens
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
+from specscope.analysis.detectors.along import along
 from specscope.analysis.detectors.drift import drift
 from specscope.analysis.detectors.events import errors
 from specscope.analysis.detectors.load import concurrency, kv_saturation
@@ -45,6 +46,7 @@ DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     no_speedup,
     kv_saturation,
     drift,
+    along,
     request_distribution,
     errors,
 )

@@ -311,6 +311,9 @@ def _far_below(ev: Evidence, sides: list[Side]) -> list[Finding]:
             and gains[id(s)] > gains[id(low)]
             and s.k == low.k
             and _alike(ev, low, s)
+            # Points along one stated dimension (context lengths) are followed along it
+            # (detectors/along.py), not set against each other as setups.
+            and not (low.along is not None and s.along == low.along)
         ]
         best: tuple[Finding, float] | None = None
         for high in peers:
