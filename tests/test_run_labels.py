@@ -87,6 +87,14 @@ def test_which_label_makes_a_run_without_speculation(
     assert row["speculative"] is speculative
 
 
+def test_labels_inside_one_fence_name_the_lines_under_them() -> None:
+    """The same pair pasted in one fence: each label names the line under it."""
+    text = "```\nw/o spec:\n{}\n\nEAGLE3:\n{}\n```".format(
+        LINE.format(88.61, "1.00"), LINE.format(234.54, "5.88")
+    )
+    assert [(r["line"], r["speculative"]) for r in _bench(text)] == [(3, False), (6, True)]
+
+
 def test_a_label_names_only_the_line_right_under_it() -> None:
     """A label further up than MAX_GAP lines, or with another line between, names
     something else: the result under it stays a speculative run."""
