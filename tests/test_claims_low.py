@@ -79,3 +79,24 @@ def test_a_rate_stated_beside_the_words_is_judged_not_the_words(tmp_path) -> Non
     )
     lows = [f for f in found if f.kind in ("low_acceptance", "zero_acceptance")]
     assert lows and all("author's words" not in (f.confidence.sample or {}) for f in lows)
+
+
+# fixtures/claims cluster#3258/1 (a real sentence): 4 concurrent sessions against one stream.
+CROWDED = (
+    "Live benchmarking showed 4 concurrent sessions gave **lower** aggregate throughput (~10.8 "
+    "tok/s) than a single stream (~33 tok/s) — speculative decoding (`spec-type=draft-mtp`) "
+    "doesn't batch across slots, so each of the 4 slots ran its own draft+verify and thrashed.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [CROWDED, "With EAGLE-3 at concurrency 4 the acceptance rate is very low.\n"],
+)
+def test_a_fall_with_more_requests_at_once_is_a_suggestive_collapse(tmp_path, text) -> None:
+    found = findings_of_paste(tmp_path, text)
+    (collapse,) = [f for f in found if f.kind == "concurrency_collapse"]
+    assert collapse.confidence is not None and collapse.confidence.level == "suggestive"
+    assert collapse.measured["stated"] == "collapse"
+    # against fewer requests, not against no speculation: no slowdown of speculation claimed
+    assert not {"no_speedup", "low_acceptance"} & {f.kind for f in found}

@@ -17,7 +17,7 @@ ROLES = (
     "reference", "hedge", "will", "quote", "negation", "condition", "concrete", "concurrent",
     "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
     "cause", "unreal", "consequence", "minimiser", "linking", "referent", "fraction", "aside",
-    "low", "fall", "few", "zero_zh", "low_zh",
+    "low", "fall", "few", "zero_zh", "low_zh", "crowd",
 )  # fmt: skip
 ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)  # ('a low rate': a thing named)
 
@@ -42,7 +42,9 @@ class Claim:
     """One clause's verdict: ``kind`` slower / faster / zero / length / rate / comparison /
     baseline; the words quoted, the condition kept, the values bound."""
 
-    kind: str  # (and 'low': acceptance called low in words, no rate)
+    # (and 'low': acceptance called low in words, no rate; 'collapse': speed or acceptance
+    # falling with more than one request at once, against fewer, not against no speculation)
+    kind: str
     stated: str
     condition: str | None = None
     concurrency: bool = False

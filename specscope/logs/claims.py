@@ -46,6 +46,13 @@ _OBSERVED = re.compile(
     re.I,
 )  # (a report's opening words: 'I observed that', 'we have noticed that')
 _INVERTED = re.compile(r"(?:had|were)\s", re.I)  # a condition by inversion: 'Had it been ...'
+# Fewer requests at once as the other side ('lower than a single stream', 'compared to np=1').
+_FEWER = re.compile(
+    r"\s*(?:a |the |at )?(?:single[ -](?:stream|request|user|slot|session)|one (?:request|"
+    r"stream|user|slot|session)|-?np\s?=\s?1|c\s?=\s?1|concurrency (?:of )?1|batch size 1|"
+    r"bs\s?=\s?1)(?![\w.])",
+    re.I,
+)
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
 # The words a line must hold for the reader to look at it at all (one search a line).
@@ -135,7 +142,7 @@ def _other_method(lex: Lexicon, clause: str, at: int) -> bool:
     if m is None:
         return False
     rest = clause[at + m.end() : at + m.end() + 40]
-    return not lex.has("reference", rest)
+    return not lex.has("reference", rest) and _FEWER.match(rest) is None
 
 
 def _depth(lex: Lexicon, sentence: str) -> int | None:
@@ -245,6 +252,7 @@ def read_sentence(
     last_subject: int | None = None
     rated, mine = lex.has("rate", sentence), lex.has("first_person", sentence)
     depth = _depth(lex, sentence)
+    crowd = lex.has("crowd", sentence)  # more than one request at once ('np=2', 'C=4')
     for i, clause in enumerate(clauses):
         opens = lex.find("condition", clause)
         has_subject = lex.subject.search(clause) is not None
@@ -263,6 +271,8 @@ def read_sentence(
         first = min((j for j in at if j is not None), default=i)
         acc = read_acceptance(lex, clause, depth)
         if acc is not None:
+            if acc.kind == "low" and crowd:
+                acc.kind = "collapse"  # ('under concurrent slots, draft acceptance collapses')
             out.append(_with_condition(lex, acc, clauses[first : i + 1], cond, sentence))
             continue
         if lex.acceptance_subject.search(clause) is not None and not lex.has("speed", clause):
@@ -271,12 +281,14 @@ def read_sentence(
             continue  # ('MTP speed decreased with merge of the latest version': not its own)
         said = _speed(lex, clause)
         numbered = rated or _RATIO.search(clause) is not None
+        if said == "slower" and crowd and not lex.has("reference", clause):
+            said = "collapse"  # ('4 concurrent sessions gave lower throughput than one')
         if said is None or (said == "slower" and numbered):
             continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
         absent = _names_absence(lex, clause)
-        if said == "slower" and i + 1 < len(clauses) and _dismissed(lex, clauses[i + 1]):
+        if said != "faster" and i + 1 < len(clauses) and _dismissed(lex, clauses[i + 1]):
             continue  # ('drops with MTP, but the drop is within noise')
-        if said == "slower" and not (mine or absent or named or (spoken_of and mine_before)):
+        if said != "faster" and not (mine or absent or named or (spoken_of and mine_before)):
             continue  # whose run? (a bare 'slower than baseline' in a document)
         claim = _with_condition(lex, Claim(said, clause), clauses[first : i + 1], cond, sentence)
         # (speculation named in a sentence before, on the line: the paragraph's subject)
@@ -309,7 +321,9 @@ def _with_condition(
     end = sentence.find(span[-1], max(start, 0))
     claim.stated = sentence[start : end + len(span[-1])] if 0 <= start <= end else span[-1]
     claim.condition = cond
-    claim.concurrency = cond is not None and lex.has("concurrent", cond)
+    claim.concurrency = claim.kind == "collapse" or (
+        cond is not None and lex.has("concurrent", cond)
+    )
     return claim
 
 
@@ -466,8 +480,8 @@ class ClaimWatch:
         else:
             defn = self.defs.get("stated_claims")
             values["speculative"] = True
-            if claim.kind == "slower":
-                said["claim"] = "slower"
+            if claim.kind in ("slower", "collapse"):
+                said["claim"] = claim.kind
             elif claim.kind == "comparison":
                 values["output_throughput"] = claim.spec
                 said |= {"baseline": claim.base, "unit": claim.unit}

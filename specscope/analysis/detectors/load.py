@@ -132,9 +132,14 @@ def _stated(ev: Evidence) -> list[Finding]:
     out = []
     for row in said.to_dicts():
         extra = json.loads(row["extra"])
-        if extra.get("claim") != "slower":
+        if extra.get("claim") not in ("slower", "collapse"):
             continue
         line = row["line"] or 0
+        what = (
+            "speculation slows down"
+            if extra["claim"] == "slower"
+            else "speed or acceptance with speculation falls"
+        )
         out.append(
             Finding(
                 kind="concurrency_collapse",
@@ -143,14 +148,14 @@ def _stated(ev: Evidence) -> list[Finding]:
                 source=row["source"],
                 lines=(line, line),
                 window=(None, None),
-                explanation="The author says speculation slows down once more than one "
+                explanation=f"The author says {what} once more than one "
                 f"request runs (line {line}: \u201c{extra.get('stated', '')}\u201d): what pays "
                 "at one request loses as soon as requests share a batch. No counts in the "
                 "paste say whether acceptance or the cost of verifying falls.",
                 next_step="measure acceptance and throughput at concurrency 1 and 2 (vllm "
                 "bench serve --max-concurrency 1 / 2, with and without speculation) and paste "
                 "the spec-decode lines of both",
-                measured={"stated": "slower", "condition": extra.get("condition")},
+                measured={"stated": extra["claim"], "condition": extra.get("condition")},
                 expected={"speedup above": ev.config["no_speedup"]["max_ratio"]},
                 sample={"stated claim": 1},
                 confidence=Confidence(
