@@ -5,6 +5,7 @@
 //! The Rust side is small and total: it finds and cuts, Python decides. No `unsafe`.
 #![forbid(unsafe_code)]
 
+pub mod head;
 pub mod header;
 pub mod read;
 pub mod scan;

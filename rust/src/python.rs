@@ -9,6 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use crate::read::{BlockReader, ReadError};
 use std::collections::HashMap;
 
+use crate::head::{self, HeadColumn};
 use crate::scan::{self, BlockScan, Scanner as Inner, ShapeSpec, Spec};
 use crate::typed::{self, Kind, Typed};
 
@@ -90,12 +91,17 @@ impl Scanner {
         let Ok(text) = std::str::from_utf8(block) else {
             return Ok(None);
         };
-        let (found, typed) = py.detach(|| {
+        let (found, typed, heads) = py.detach(|| {
             let found = self.inner.scan_parallel(text, self.threads);
             let typed = self.typed(&found);
-            (found, typed)
+            let heads = found
+                .shapes
+                .iter()
+                .map(|r| head::columns(&found, r))
+                .collect();
+            (found, typed, heads)
         });
-        to_dict(py, &found, &typed).map(Some)
+        to_dict(py, &found, &typed, heads).map(Some)
     }
 }
 
@@ -124,6 +130,7 @@ fn to_dict<'py>(
     py: Python<'py>,
     s: &BlockScan,
     typed: &[Vec<Option<Typed>>],
+    heads: Vec<Vec<(&str, HeadColumn)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
@@ -138,7 +145,8 @@ fn to_dict<'py>(
     d.set_item("filled", PyBytes::new(py, &s.filled))?;
     d.set_item("procs", PyList::new(py, &s.procs)?)?;
     let shapes = PyList::empty(py);
-    for (i, rows) in s.shapes.iter().enumerate() {
+    let made = PyList::empty(py);
+    for ((i, rows), head) in s.shapes.iter().enumerate().zip(heads) {
         let columns = PyDict::new(py);
         for (j, (name, c)) in rows.names.iter().zip(&rows.columns).enumerate() {
             let valid = PyBytes::new(py, &c.valid);
@@ -160,10 +168,32 @@ fn to_dict<'py>(
             };
             columns.set_item(name, column)?;
         }
+        // The records' header columns, in the groups' layout (`core._column` reads both).
+        let heads = PyDict::new(py);
+        for (name, c) in head {
+            let column = match c {
+                HeadColumn::Int(v, valid) => (
+                    "int",
+                    bytes(le(&v, i64::to_le_bytes)),
+                    None,
+                    PyBytes::new(py, &valid),
+                ),
+                HeadColumn::Text(c) => (
+                    "text",
+                    bytes(le(&c.offsets, i64::to_le_bytes)),
+                    Some(PyBytes::new(py, &c.data)),
+                    PyBytes::new(py, &c.valid),
+                ),
+            };
+            heads.set_item(name, column)?;
+        }
+        made.append(heads)?;
         let second = PyBytes::new(py, &rows.second);
         shapes.append((bytes(le(&rows.lines, u32::to_le_bytes)), second, columns))?;
     }
     d.set_item("shapes", shapes)?;
+    // Beside `shapes`, not in its tuples: a Python side older than `head.rs` reads on.
+    d.set_item("heads", made)?;
     Ok(d)
 }
 

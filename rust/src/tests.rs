@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use regex::Regex;
 
+use crate::head::{self, HeadColumn};
 use crate::header;
 use crate::read::LineCap;
 use crate::scan::{Scanner, ShapeSpec, Spec, RECORD, REST, SLOW};
@@ -133,6 +134,55 @@ proptest! {
             let glued: usize = found.shapes.iter().map(|s| s.second.iter().filter(|&&g| g == 1).count()).sum();
             prop_assert_eq!(records, found.kind.iter().filter(|&&k| k == RECORD).count() + glued);
             prop_assert_eq!(scanner.scan_parallel(&text, 2), found);
+        }
+    }
+
+    #[test]
+    fn head_columns_are_the_records_headers(
+        lines in proptest::collection::vec(line(), 0..12),
+        records in proptest::collection::vec((record(), 1u32..13, 0u32..24, 0u32..60, any::<bool>()), 1..8),
+    ) {
+        // Records under dated and undated headers, between any lines.
+        let mut text: Vec<String> = lines;
+        for (i, (r, month, hour, minute, dated)) in records.into_iter().enumerate() {
+            let date = format!("INFO {month:02}-07 {hour:02}:{minute:02}:0{} [m.py:1] ", i % 10);
+            let head = if dated { date.as_str() } else { "" };
+            text.insert(i.min(text.len()), format!("(APIServer pid=4741) {head}{r}"));
+        }
+        let text = text.join("\n");
+        let found = SCANNER.scan(&text);
+        for rows in &found.shapes {
+            let n = rows.lines.len();
+            let columns = head::columns(&found, rows);
+            let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
+            prop_assert_eq!(names, vec!["_i", "_o", "_n", "_key", "_month", "_day", "_time", "_year"]);
+            let int = |name: &str| match &columns.iter().find(|c| c.0 == name).unwrap().1 {
+                HeadColumn::Int(v, valid) => (v.clone(), valid.clone()),
+                HeadColumn::Text(_) => panic!("{name} is text"),
+            };
+            let (i, _) = int("_i");
+            prop_assert_eq!(i, rows.lines.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
+            let (month, dated) = int("_month");
+            let HeadColumn::Text(time) = &columns[6].1 else { panic!("_time is not text") };
+            prop_assert_eq!(time.offsets.len(), n + 1);
+            prop_assert_eq!(&time.valid, &dated);
+            for (r, &l) in rows.lines.iter().enumerate() {
+                let (a, b) = (found.offsets[l as usize] as usize, found.offsets[l as usize + 1] as usize);
+                let raw = text[a..b].trim_end_matches('\n');
+                // A dated line's month and time as the header's regex reads them.
+                match DATED.captures(raw) {
+                    Some(c) if raw.starts_with('(') => {
+                        prop_assert_eq!(dated[r], 1);
+                        prop_assert_eq!(month[r].to_string(), c["_month"].trim_start_matches('0'));
+                        let t = &time.data[time.offsets[r] as usize..time.offsets[r + 1] as usize];
+                        prop_assert_eq!(t, c["_time"].as_bytes());
+                    }
+                    _ => {}
+                }
+                if raw.starts_with("(APIServer pid=4741) SpecDecoding") {
+                    prop_assert_eq!(dated[r], 0);
+                }
+            }
         }
     }
 

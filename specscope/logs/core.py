@@ -157,8 +157,10 @@ class BlockLines:
 
 
 def _bitmap(valid: bytes) -> pa.Buffer | None:
+    if b"\x00" not in valid:  # most columns: asked of the bytes (memchr), no array made
+        return None
     mask = np.frombuffer(valid, np.uint8).astype(bool)
-    return None if mask.all() else pa.py_buffer(np.packbits(mask, bitorder="little"))
+    return pa.py_buffer(np.packbits(mask, bitorder="little"))
 
 
 def _strings(offsets: bytes, data: bytes, valid: bytes) -> pl.Series:
@@ -187,16 +189,6 @@ def _column(name: str, column: tuple[Any, ...]) -> pl.Series:
     return pl.Series(name, array)
 
 
-def _clock_text(clock: np.ndarray, dated: np.ndarray) -> pl.Series:
-    """``HH:MM:SS`` from hh*10000 + mm*100 + ss (null where the line has no date)."""
-    digits = np.full((len(clock), 8), 58, np.uint8)  # the colons stay
-    for col, part in ((0, clock // 10000), (3, clock // 100 % 100), (6, clock % 100)):
-        digits[:, col] = 48 + part // 10
-        digits[:, col + 1] = 48 + part % 10
-    offsets = np.arange(0, 8 * len(clock) + 1, 8, dtype=np.int64)
-    return _strings(offsets.tobytes(), digits.tobytes(), dated.astype(np.uint8).tobytes())
-
-
 def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None:
     """A block classified by the core; ``None`` for a block without lines."""
     found = scan.scan(block)
@@ -216,27 +208,12 @@ def prepare_block(scan: Any, plan: BulkGrammar, block: bytes) -> Prepared | None
     procs: list[tuple[str, int]] = found["procs"]
     levels: list[str] = _core.LEVELS if _core is not None else []
     out = []
-    for i, (lines_raw, second, columns) in enumerate(found["shapes"]):
-        at = np.frombuffer(lines_raw, np.uint32).astype(np.int64)
-        if not len(at):
+    shapes = zip(found["shapes"], found["heads"], strict=True)
+    for i, ((lines_raw, _, columns), heads) in enumerate(shapes):
+        if len(lines_raw) == 0:
             continue
-        has_date = month[at] > 0
-        # Bit 0: the second of two records glued on a line; bit 1: a record wrapped over
-        # the next line, read with it (the core's REST line).
-        marks = np.frombuffer(second, np.uint8)
-        head = pl.DataFrame(
-            {
-                "_i": at,
-                # A line's records in their order on it (two where records were glued).
-                "_o": 2 * at + (marks & 1),
-                "_n": (marks >> 1).astype(np.int64),  # the lines it goes on over
-                "_key": key_of[at],
-                "_month": pl.Series(month[at].astype(np.int64)).set(~pl.Series(has_date), None),
-                "_day": pl.Series(day[at].astype(np.int64)).set(~pl.Series(has_date), None),
-                "_time": _clock_text(clock[at], has_date),
-                "_year": pl.Series(year[at].astype(np.int64)).set(pl.Series(year[at] < 0), None),
-            }
-        )
+        # The records' line, order, process and timestamp's parts (``rust/src/head.rs``).
+        head = pl.DataFrame([_column(name, c) for name, c in heads.items()])
         fields = head.with_columns(_column(name, columns[name]) for name in columns)
         out.append(typed_records(plan, i, fields))
     records = pl.DataFrame()
