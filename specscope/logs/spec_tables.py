@@ -58,6 +58,7 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
 
 
 _APPROX = regex.compile(r"^\s*[~≈]\s*")
+_SHARE_HEAD = regex.compile(r"accept|acc", regex.I)
 _PROBES = regex.compile(r"\s+/\s+")
 # A range of runs ('80-91%', '0.31–0.33'): at its top, as two probes are at the higher.
 _RANGE = regex.compile(
@@ -161,6 +162,10 @@ def _spec_rows(
     spread = [] if runs else _position_columns(defn, header, body)
     if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
         counts = rate
+    elif rate is None and _SHARE_HEAD.fullmatch(header[counts].strip()):
+        # 'accept' (not 'accepted', a count) holds counts or a share: '80/94 (85.1%)' in
+        # oMLX's summaries, '0.319' in a ladder of rungs; the cell's form tells them apart.
+        rate = counts
     if counts is None and not spread:
         if runs:
             return _lengths_alone(header, body, length, column("depth"))
