@@ -79,7 +79,7 @@ def streamed(
     only = pl.col("run_id").is_in(wanted) if wanted else pl.lit(True)
     files = {t: _by_source(store, t) for t in ("spec_decode", "engine_stats")}
     shuffled = {t: store.shuffled(t) for t in files}
-    batches = _batches(files["spec_decode"], batch_rows or BATCH_ROWS)
+    batches = _batches(_rows_by_source(store), batch_rows or BATCH_ROWS)
     runs = store.runs.collect()
     # First pass, the times alone: the buckets of acceptance over time span every row.
     first: datetime | None = None
@@ -239,16 +239,23 @@ def _by_source(store: Store, table: str) -> dict[str, list[Path]]:
     return out
 
 
-def _rows(path: Path) -> int:
-    return int(pl.scan_parquet(path).select(pl.len()).collect().item())
+def _rows_by_source(store: Store) -> dict[str, int]:
+    """The spec-decode rows each source's files hold, from the manifest's entries (a
+    file's footer for one committed before files were listed), in the order of its files."""
+    out: dict[str, int] = {}
+    for path, rows in store.file_rows("spec_decode"):
+        source = path.parent.name.split("=", 1)[1]
+        if rows is None:
+            rows = int(pl.scan_parquet(path).select(pl.len()).collect().item())
+        out[source] = out.get(source, 0) + rows
+    return out
 
 
-def _batches(files: Mapping[str, list[Path]], rows: int) -> list[list[str]]:
+def _batches(sources: Mapping[str, int], rows: int) -> list[list[str]]:
     """Sources in batches of about ``rows`` stored rows (a source is never split)."""
     out: list[list[str]] = [[]]
     held = 0
-    for source, paths in files.items():
-        n = sum(_rows(p) for p in paths)
+    for source, n in sources.items():
         if out[-1] and held + n > rows:
             out.append([])
             held = 0

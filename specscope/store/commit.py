@@ -62,16 +62,19 @@ from specscope.store.layout import (
     relative,
 )
 from specscope.store.locking import OWNER, owner_alive
+from specscope.store.order import footer_lines
 
 
 def describe(root: Path, ingest_id: str, staged: Iterable[Path]) -> list[FileEntry]:
-    """The manifest's entries of the staged files: where each goes, its rows (from its
-    footer: a file that is not readable Parquet is not committed), bytes and SHA-256."""
+    """The manifest's entries of the staged files: where each goes, its rows and the range
+    of its lines (from its footer: a file that is not readable Parquet is not committed),
+    bytes and SHA-256."""
     base = files_dir(root, ingest_id)
     out = []
     for path in staged:
         try:
-            rows = int(pq.read_metadata(path).num_rows)
+            meta = pq.read_metadata(path)
+            rows, lines = int(meta.num_rows), footer_lines(meta)
             size = path.stat().st_size
             digest = sha256_of(path)
         except (OSError, ValueError, pa.ArrowException) as exc:
@@ -80,7 +83,7 @@ def describe(root: Path, ingest_id: str, staged: Iterable[Path]) -> list[FileEnt
                 "nothing of this ingest was committed",
                 path=str(root),
             ) from exc
-        out.append(FileEntry(relative(path, base), rows, size, digest))
+        out.append(FileEntry(relative(path, base), rows, size, digest, lines))
     return out
 
 

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specscope.schema import TABLES
-from specscope.store.layout import DataFile
+from specscope.store.layout import DataFile, Unsaid
+from specscope.store.order import footer_lines
 
 _BLOCK = 1 << 20
 
@@ -95,6 +96,7 @@ def _inspect(file: DataFile, size: int) -> Inspection:
         with pq.ParquetFile(file.path) as parquet:
             schema = parquet.schema_arrow
             rows = int(parquet.metadata.num_rows)
+            lines = footer_lines(parquet.metadata)
     except (OSError, ValueError, pa.ArrowException) as exc:
         why = str(exc).split("\n", 1)[0] or type(exc).__name__
         return Inspection(
@@ -104,6 +106,10 @@ def _inspect(file: DataFile, size: int) -> Inspection:
     if entry is not None and size == entry.bytes and sha256_of(file.path) == entry.sha256:
         if rows != entry.rows:  # the manifest was edited: trust neither
             detail = f"{rows} rows, the manifest says {entry.rows}"
+            return Inspection(Problem(DAMAGED, file.path, detail), columns, rows)
+        if not isinstance(entry.lines, Unsaid) and entry.lines != lines:
+            # Readers order a source's files by the entry's lines: it must be the file's.
+            detail = f"lines {_span(lines)}, the manifest says {_span(entry.lines)}"
             return Inspection(Problem(DAMAGED, file.path, detail), columns, rows)
         return Inspection(None, columns, rows)
     newer = file.newer
@@ -127,6 +133,10 @@ def _inspect(file: DataFile, size: int) -> Inspection:
     else:
         detail = "its SHA-256 is not the one committed (its bytes changed since)"
     return Inspection(Problem(DAMAGED, file.path, detail), columns, rows)
+
+
+def _span(lines: tuple[int, int] | None) -> str:
+    return "unbounded" if lines is None else f"{lines[0]}-{lines[1]}"
 
 
 def schema_problem(schema: Any, table: str) -> str | None:

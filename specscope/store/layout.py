@@ -14,11 +14,13 @@ table and how their names order them.
 Rows with a time are partitioned by their day (``DATED``: the UTC date of ``ts_utc``, else
 the date ``ts`` prints; ``date=__HIVE_DEFAULT_PARTITION__`` for rows with neither, which
 hive readers read as null) and then by source, hive-style, so that an engine given a day
-opens that day's files alone. The folder above ``source_id=`` is the partition's, so the
-source of a file is its folder's name in either layout, and a store written before
-partitions reads as it did: the manifest lists paths, whatever their depth.
+opens that day's files alone (a file holds one day, however few its rows: ``days``). The
+folder above ``source_id=`` is the partition's, so the source of a file is its folder's
+name in either layout, and a store written before partitions reads as it did: the
+manifest lists paths, whatever their depth.
 
-The manifest lists each ingest with the files it committed (path, rows, bytes, sha256):
+The manifest lists each ingest with the files it committed (path, rows, bytes, sha256 and
+the range of lines the file holds, which orders a source's files with no footer read):
 only those files are the store's. A later ingest may list a path again: it grew that file
 (``writing``: the newest file of a folder takes the next rows of its source, by rename
 over it, until it is full), and its entry is the file's now. A grown file holds the rows
@@ -64,17 +66,40 @@ OWN_NAME = re.compile(r"(part|runs|sources)-\d{8}T\d{6}[0-9a-f]{6}(\.\d+)?\.parq
 INGEST_ID = re.compile(r"\d{8}T\d{6}[0-9a-f]{6}")
 
 
+class Unsaid:
+    """What an entry written before entries kept a file's lines says of them."""
+
+    def __repr__(self) -> str:
+        return "UNSAID"
+
+
+UNSAID = Unsaid()
+LINES = "lines"  # an entry's key: [first, last] line of the file's rows, or null
+
+
 @dataclass(frozen=True)
 class FileEntry:
-    """A committed data file as the manifest lists it."""
+    """A committed data file as the manifest lists it. ``lines``: the least and greatest
+    ``line`` of its rows (``order`` puts a source's files in line order by them, with no
+    footer read), None where the file does not bound them (pulled rows have no line);
+    ``UNSAID`` in an entry written before entries kept them (its footer says)."""
 
     path: str  # relative to the store, with /
     rows: int
     bytes: int
     sha256: str
+    lines: tuple[int, int] | Unsaid | None = UNSAID
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "rows": self.rows, "bytes": self.bytes, "sha256": self.sha256}
+        out: dict[str, Any] = {
+            "path": self.path,
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "sha256": self.sha256,
+        }
+        if not isinstance(self.lines, Unsaid):
+            out[LINES] = None if self.lines is None else list(self.lines)
+        return out
 
 
 @dataclass(frozen=True)
@@ -145,7 +170,13 @@ def entries_of(ingest: dict[str, Any], manifest_path: Path) -> list[FileEntry] |
         return None
     try:
         return [
-            FileEntry(str(f["path"]), int(f["rows"]), int(f["bytes"]), str(f["sha256"]))
+            FileEntry(
+                str(f["path"]),
+                int(f["rows"]),
+                int(f["bytes"]),
+                str(f["sha256"]),
+                _lines(f[LINES]) if LINES in f else UNSAID,
+            )
             for f in files
         ]
     except (TypeError, KeyError, ValueError) as exc:
@@ -153,6 +184,15 @@ def entries_of(ingest: dict[str, Any], manifest_path: Path) -> list[FileEntry] |
             f"manifest lists a file it cannot describe for ingest {ingest.get('id')!r} ({exc})",
             path=str(manifest_path),
         ) from exc
+
+
+def _lines(said: Any) -> tuple[int, int] | None:
+    if said is None:
+        return None
+    low, high = said  # a pair, else the entry is one the manifest cannot describe
+    if isinstance(low, bool) or isinstance(high, bool) or int(low) > int(high):
+        raise ValueError(f"lines {said!r}")
+    return int(low), int(high)
 
 
 def files_dir(path: Path, ingest_id: str) -> Path:

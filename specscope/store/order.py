@@ -10,8 +10,10 @@ sorted by ``line``; the reader puts them back together:
 
 - a source in one folder (a store written before partitions, or a log of one day) is
   read as listed: nothing is opened to order it;
-- a source over several folders has its files ordered by the lines they hold (from each
-  file's footer: the row groups' min and max of ``line``). Where those ranges follow one
+- a source over several folders has its files ordered by the lines they hold (the range
+  its manifest entry keeps, taken from the footer's row groups' min and max of ``line``
+  when the file was committed; read from the footer for an entry written before entries
+  kept it: a fleet's month has thousands of files to order). Where those ranges follow one
   another (a log whose days go forward, the common case) that order is line order and no
   row is moved;
 - where they interleave (a log whose days go back), the source is "shuffled": its rows
@@ -33,7 +35,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from specscope.store.layout import DataFile
+from specscope.store.layout import UNSAID, DataFile, Unsaid
 
 LINE = "line"
 _AT = "__specscope_at"
@@ -65,27 +67,45 @@ def line_range(path: Path) -> tuple[int, int] | None:
 def _footer_range(path: Path) -> tuple[int, int] | None:
     try:
         with pq.ParquetFile(path) as parquet:
-            meta = parquet.metadata
-            names = parquet.schema_arrow.names
-            if LINE not in names:
-                return None
-            column = names.index(LINE)
-            low: int | None = None
-            high: int | None = None
-            for i in range(meta.num_row_groups):
-                group = meta.row_group(i)
-                if not group.num_rows:
-                    continue
-                stats = group.column(column).statistics
-                # Rows the footer does not bound, or rows without a line: their place is
-                # the file's, as listed.
-                if stats is None or not stats.has_min_max or stats.null_count:
-                    return None
-                low = stats.min if low is None else min(low, stats.min)
-                high = stats.max if high is None else max(high, stats.max)
+            return footer_lines(parquet.metadata)
     except (OSError, ValueError, pa.ArrowException):
         return None
+
+
+def footer_lines(meta: pq.FileMetaData) -> tuple[int, int] | None:
+    """The least and greatest ``line`` the row groups of a file's footer bound; None where
+    a group holding rows does not bound them (no statistics, or rows without a line)."""
+    column = next(
+        (
+            i
+            for i in range(meta.num_columns)
+            if meta.num_row_groups and meta.row_group(0).column(i).path_in_schema == LINE
+        ),
+        None,
+    )
+    if column is None:
+        return None
+    low: int | None = None
+    high: int | None = None
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        if not group.num_rows:
+            continue
+        stats = group.column(column).statistics
+        # Rows the footer does not bound, or rows without a line: their place is the
+        # file's, as listed.
+        if stats is None or not stats.has_min_max or stats.null_count:
+            return None
+        low = stats.min if low is None else min(low, stats.min)
+        high = stats.max if high is None else max(high, stats.max)
     return None if low is None or high is None else (int(low), int(high))
+
+
+def lines_of(file: DataFile) -> tuple[int, int] | None:
+    """The line range of ``file``'s committed rows: from its manifest entry, else (an entry
+    written before entries kept it, or a legacy file) from its footer."""
+    said = UNSAID if file.entry is None else file.entry.lines
+    return line_range(file.path) if isinstance(said, Unsaid) else said
 
 
 def in_line_order(files: Sequence[DataFile]) -> tuple[list[DataFile], frozenset[str]]:
@@ -98,7 +118,7 @@ def in_line_order(files: Sequence[DataFile]) -> tuple[list[DataFile], frozenset[
         if "=" not in folder or len({f.path.parent for f in mine}) < 2:
             out.extend(mine)
             continue
-        ranges = [line_range(f.path) for f in mine]
+        ranges = [lines_of(f) for f in mine]
         held = [(r, i) for i, r in enumerate(ranges) if r is not None]
         if len(held) < len(mine):
             out.extend(mine)
@@ -123,4 +143,11 @@ def sort_shuffled(frame: Frame, shuffled: Collection[str]) -> Frame:
     return indexed.sort(at.min().over("source_id"), key, maintain_order=True).drop(_AT)
 
 
-__all__ = ["in_line_order", "line_range", "sort_shuffled", "source_of"]
+__all__ = [
+    "footer_lines",
+    "in_line_order",
+    "line_range",
+    "lines_of",
+    "sort_shuffled",
+    "source_of",
+]
