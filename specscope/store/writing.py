@@ -15,7 +15,7 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,19 +27,18 @@ from specscope.errors import StoreError
 from specscope.schema import TABLES
 from specscope.store import commit as committing
 from specscope.store import durable
+from specscope.store.days import Folders
 from specscope.store.integrity import inspect
 from specscope.store.layout import (
     DATED,
     LATEST_ONLY,
     LOCK,
     MANIFEST,
-    NO_DAY,
     STAGE,
     DataFile,
     files_dir,
     ingest_of,
     live_files,
-    partition,
     read_manifest,
 )
 from specscope.store.locking import (
@@ -288,8 +287,10 @@ class StoreWriter:
         run_sums: Callable[[], pa.Table] | None = None,
     ) -> int:
         """Append rows of a partitioned table for one source, a frame at a time (memory
-        holds one part, however many rows there are). A part is a row group (a group per
-        day it holds, in a dated table: ``layout.DATED``); a file takes at most
+        holds one part, and at most ``days.GATHER_ROWS`` rows held back). A part is a row
+        group; in a dated table (``layout.DATED``) a part over several days is cut by day
+        and each day's cuts gathered into a group, and rows spread thin over many days go
+        to the source's folder whole (``days``). A file takes at most
         ROW_GROUPS_PER_FILE of them, then the next file of its folder begins (a Parquet
         writer holds every group's metadata until it closes). Spec-decode rows get their
         ``run_sums`` beside them, in the source's folder (not a day's: a run's sums span
@@ -302,13 +303,14 @@ class StoreWriter:
         schema = TABLES[name]
         summed = RunSums() if name == "spec_decode" and run_sums is None else None
         files: dict[str, _Open] = {}
+        folders = Folders(name, source_id, dated=name in DATED)
         written = 0
         with contextlib.ExitStack() as stack:
             live: list[DataFile] | None = None  # the table's files, read once for all days
-            for part in parts:
-                if summed is not None and not part.is_empty():
-                    summed.add(part)
-                for folder, rows in _by_day(name, source_id, part):
+
+            def write(groups: list[tuple[str, list[pl.DataFrame]]]) -> None:
+                nonlocal live, written
+                for folder, frames in groups:
                     out = files.get(folder)
                     if out is None:
                         if live is None:
@@ -320,10 +322,17 @@ class StoreWriter:
                         out.file = stack.enter_context(contextlib.ExitStack())
                         self._open(out, name, folder, schema)
                     assert out.writer is not None
-                    out.writer.write_table(rows.to_arrow().cast(schema))
+                    group = [f.to_arrow().cast(schema) for f in frames]
+                    out.writer.write_table(group[0] if len(group) == 1 else pa.concat_tables(group))
                     out.groups += 1
-                    written += len(rows)
+                    written += sum(len(f) for f in frames)
                     self._beat()
+
+            for part in parts:
+                if summed is not None and not part.is_empty():
+                    summed.add(part)
+                write(folders.add(part))
+            write(folders.end())
         if not files:
             return 0
         self.sources.append(source_id)
@@ -531,34 +540,6 @@ class _Open:
         self.writer: pq.ParquetWriter | None = None
         self.groups = 0
         self.made = 0
-
-
-def _by_day(name: str, source_id: str, part: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
-    """A part's rows by the folder they go in (``layout.partition``): by day in a dated
-    table, in the order the days first come; the whole part otherwise."""
-    if part.is_empty():
-        return []
-    if name not in DATED:
-        return [(partition(name, source_id), part)]
-    when = [pl.col(c).dt.date() for c in ("ts_utc", "ts") if c in part.columns]
-    day = pl.coalesce(when) if when else pl.lit(None, pl.Date)
-    # Dates, not their text: a part of a fleet's pull is formatted once, not row by row.
-    days = part.select(day.alias(_DAY_KEY)).to_series()
-    first = days.unique(maintain_order=True)
-    if len(first) == 1:  # the common case: a part of one day, not copied
-        return [(partition(name, source_id, _day_name(first[0])), part)]
-    keyed = part.with_columns(days)
-    return [
-        (partition(name, source_id, _day_name(key[0])), rows.drop(_DAY_KEY))
-        for key, rows in keyed.partition_by(_DAY_KEY, as_dict=True, maintain_order=True).items()
-    ]
-
-
-def _day_name(day: date | None) -> str:
-    return NO_DAY if day is None else day.isoformat()
-
-
-_DAY_KEY = "__specscope_day"
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -1,0 +1,81 @@
+"""A part over several days is cut by day, and each day's cuts are written as one row
+group (``store.days``): a fleet's parts are servers' runs over days, and a group a cut made
+files of a hundred 41-row groups whose footers every reader opens. Held cuts go out once
+``GATHER_ROWS`` rows wait; the rows and their order are those written before partitions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from polars.testing import assert_frame_equal
+
+import specscope
+from specscope.store import days, writing
+from tests.helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fleet_store import Fleet, write_fleet
+
+# Three servers a source, each restarted: every part (a run) spans several days.
+FLEET = Fleet(servers=6, days=4, interval_s=600, sample=1.0, per_source=3, restarts=1.0)
+
+
+def _groups(store: Path, table: str) -> dict[str, int]:
+    """The row groups of each folder's file."""
+    files = specscope.open_store(store).files(table)
+    return {
+        f.parent.relative_to(store).as_posix(): pq.read_metadata(f).num_row_groups for f in files
+    }
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    work = tmp_path_factory.mktemp("groups")
+    with pytest.MonkeyPatch.context() as mp:
+        write_fleet(work / "gathered", FLEET)
+        mp.setattr(days, "GATHER_ROWS", 0)  # each part's cuts out at once: a group a cut
+        write_fleet(work / "cut", FLEET)
+        mp.setattr(writing, "DATED", ())
+        write_fleet(work / "old", FLEET)
+    return {"gathered": work / "gathered", "cut": work / "cut", "old": work / "old"}
+
+
+def test_a_days_cuts_are_one_row_group(stores):
+    for table in ("spec_decode", "engine_stats"):
+        gathered = _groups(stores["gathered"], table)
+        cut = _groups(stores["cut"], table)
+        assert len(gathered) >= 2 * FLEET.days  # a file a day and source
+        assert cut.keys() == gathered.keys()
+        # A group for each part of one day and for each day's cuts between them, where a
+        # group a cut made one for every part that crossed the day.
+        assert all(gathered[f] <= cut[f] for f in cut)
+        assert sum(gathered.values()) * 2 <= sum(cut.values()), (gathered, cut)
+
+
+def test_the_rows_are_those_written_before_partitions(stores):
+    old = specscope.open_store(stores["old"])
+    assert len(old.files("spec_decode")) == 2  # a file a source
+    # The parts span days: before partitions a source's file held a group a part.
+    assert max(_groups(stores["old"], "spec_decode").values()) > 1
+    for key in ("gathered", "cut"):
+        new = specscope.open_store(stores[key])
+        for table in ("spec_decode", "engine_stats", "run_sums", "runs"):
+            got = new.table(table).collect()
+            want = old.table(table).collect()
+            order = ["source_id", "run_id", *(["ts"] if "ts" in got.columns else [])]
+            assert got.height == want.height > 0, (key, table)
+            assert_frame_equal(
+                got.sort(order, maintain_order=True),
+                want.sort(order, maintain_order=True),
+                check_exact=True,
+            )
+        # Within a day's file, the rows are in the order of their source's parts.
+        for path in new.files("spec_decode"):
+            rows = pl.read_parquet(path)
+            for (_,), run in rows.group_by("run_id"):
+                assert run["ts"].is_sorted(), path
