@@ -9,11 +9,15 @@ of a folder grows when a later ingest adds rows to it (``store.layout``): a list
 with its rows is the store as it was when the views were printed, whatever is committed
 after, until a compaction removes a listed file (the view then fails; print it again).
 
-DuckDB reads the files of days' folders (``store.layout``: ``date=<day>/source_id=<id>``)
-with hive partitioning: its ``spec_decode`` has the folder's ``date``, the ``day`` of
-``spec_runs`` is it, and a query of a day opens that day's files alone (the columns are
-bound from the first file listed). Files of a store written before partitions are read
-as before, their day taken from the rows.
+A query of a day opens that day's files alone, in every engine: each dated table's view
+has the ``date`` of its files' folders (``store.layout``: ``date=<day>/source_id=<id>``),
+and the ``day`` of ``spec_runs`` is it. DuckDB reads the days' files with hive
+partitioning (the columns bound from the first file listed); ClickHouse computes the date
+from the file's ``_path`` alone, a filter it applies to the list of files before it opens
+one (its own hive reading stays off: it would parse hive's default partition as a date);
+Spark reads them under the table's folder as ``basePath``, the date a partition column
+(``PartitionFilters``). Files in a source's own folder (a store written before
+partitions) are read as before, their day taken from the rows.
 
 A file is opened where ``location`` says: the store's folder as given, or a prefix the
 store was copied to (``s3://bucket/prefix``, ``http://host:port/bucket/prefix``); the
@@ -165,14 +169,12 @@ def query_sql(engine: str, q: Query) -> str:
 
 
 def spec_runs_sql(engine: str) -> str:
-    when = "COALESCE(s.ts_utc, s.ts)" if has_utc() else "s.ts"
-    # DuckDB's spec_decode has the day its partition (the same date): a query of a day
-    # opens that day's files alone.
-    day = f"s.{DAY}" if engine == "duckdb" else f"CAST({when} AS DATE)"
+    # Every engine's spec_decode has its partition's day (the date of the rows, taken
+    # from the folder): a query of a day opens that day's files alone.
     spec = ", ".join(f"s.{c}" for c in SPEC_COLUMNS)
     runs = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
     return (
-        f"SELECT {day} AS day, {spec}, {runs}, "
+        f"SELECT s.{DAY} AS day, {spec}, {runs}, "
         f"COALESCE({DIALECTS[engine].instance}, r.source) AS instance "
         "FROM spec_decode AS s LEFT JOIN runs AS r ON s.run_id = r.run_id"
     )
@@ -331,11 +333,8 @@ def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
     ]
     for tf in tables:
         schema = TABLES[tf.table]
-        source = (
-            ["extract(f._path, 'source_id=([^/]+)') AS source_id"]
-            if tf.table in PARTITIONED
-            else []
-        )
+        partitioned = tf.table in PARTITIONED
+        dated = tf.table in DATED
         if not tf.files:
             # An Array is never null in ClickHouse: a list no file holds is empty.
             cols = [
@@ -343,28 +342,49 @@ def _clickhouse(tables: list[TableFiles], q: Query | None) -> str:
                 f"{_clickhouse_type(x.type)}) AS {x.name}"
                 for x in schema
             ]
-            cols += ["CAST(NULL AS Nullable(String)) AS source_id"] if source else []
+            cols += ["CAST(NULL AS Nullable(String)) AS source_id"] if partitioned else []
+            cols += [f"CAST(NULL AS Nullable(Date)) AS {DAY}"] if dated else []
             body = f"SELECT {', '.join(cols)} WHERE 0"
         else:
-            structure = ", ".join(f"{x.name} {_clickhouse_type(x.type)}" for x in schema)
-            structure = structure.replace("'", "\\'")  # the zone of a UTC time, quoted
             cols = [f"f.{x.name} AS {x.name}" for x in schema]
-            where = [f.where for f in tf.files]
-            reader = "s3" if "://" in where[0] else "file"
-            # One call reads them all: the files' common folder, then {a,b,...} of the rest.
-            first = tf.files[0]
-            root = first.where[: len(first.where) - len(f"{tf.table}/{first.key}")]
-            rest = ",".join(w[len(root) :] for w in where)
-            body = (
-                f"SELECT {', '.join(cols + source)}\n"
-                f"FROM {reader}('{root}{{{rest}}}', 'Parquet', '{structure}') AS f\n"
-                "INNER JOIN (SELECT * FROM VALUES('committed_file String, committed_rows UInt64', "
-                f"{_rows(tf)})) AS c\n"
-                f"ON extract(f._path, '{_key_pattern(tf.table)}') = c.committed_file\n"
-                "WHERE f._row_number < c.committed_rows"
-            )
+            cols += ["extract(f._path, 'source_id=([^/]+)') AS source_id"] if partitioned else []
+            by_day = tuple(f for f in tf.files if f.key.startswith(f"{DAY}="))
+            rest = tuple(f for f in tf.files if not f.key.startswith(f"{DAY}="))
+            parts = []
+            if by_day:
+                # The day of the folder, from the file's path alone: ClickHouse keeps the
+                # files whose path passes a query's filter of it, and opens no other
+                # (hive's default partition is no date: null).
+                day = f"toDateOrNull(extract(f._path, '/{DAY}=([^/]+)/[^/]+/[^/]+$')) AS {DAY}"
+                parts.append(_clickhouse_read(tf.table, by_day, [*cols, day]))
+            if rest:
+                when = "COALESCE(f.ts_utc, f.ts)" if has_utc() else "f.ts"
+                day = f"CAST({when} AS Nullable(Date)) AS {DAY}"
+                parts.append(_clickhouse_read(tf.table, rest, cols + ([day] if dated else [])))
+            body = "\nUNION ALL\n".join(parts)
         out.append(f"CREATE OR REPLACE VIEW {tf.table} AS\n{body}")
     return out[0] + "\n" + ";\n\n".join(out[1:] + statements("clickhouse", q)) + ";\n"
+
+
+def _clickhouse_read(table: str, files: tuple[Listed, ...], cols: list[str]) -> str:
+    """The committed rows of ``files``, read in one call: their common folder, then
+    {a,b,...} of the rest."""
+    structure = ", ".join(f"{x.name} {_clickhouse_type(x.type)}" for x in TABLES[table])
+    structure = structure.replace("'", "\\'")  # the zone of a UTC time, quoted
+    where = [f.where for f in files]
+    reader = "s3" if "://" in where[0] else "file"
+    first = files[0]
+    root = first.where[: len(first.where) - len(f"{table}/{first.key}")]
+    rest = ",".join(w[len(root) :] for w in where)
+    rows = _rows(TableFiles(table, files, frozenset()))
+    return (
+        f"SELECT {', '.join(cols)}\n"
+        f"FROM {reader}('{root}{{{rest}}}', 'Parquet', '{structure}') AS f\n"
+        "INNER JOIN (SELECT * FROM VALUES('committed_file String, committed_rows UInt64', "
+        f"{rows})) AS c\n"
+        f"ON extract(f._path, '{_key_pattern(table)}') = c.committed_file\n"
+        "WHERE f._row_number < c.committed_rows"
+    )
 
 
 _SPARK_PRELUDE = """\
@@ -376,27 +396,51 @@ spark = SparkSession.builder.getOrCreate()
 spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
-def committed(table, schema, files, pattern, partitioned):
-    \"\"\"A view of the table: its files, and of each the rows committed.\"\"\"
+def committed(table, schema, files, pattern, partitioned, dated):
+    \"\"\"A view of the table: its files, and of each the rows committed. The files of days'
+    folders are read as partitions (date, source_id): a query of a day lists that day's
+    files alone (the plan's PartitionFilters); the others' day is their rows'.\"\"\"
     names = [c.split(" ")[0] for c in schema.split(", ")]
+    names += ["source_id"] if partitioned else []
+    names += ["date"] if dated else []
     if not files:
         empty = spark.createDataFrame([], schema)
         if partitioned:
             empty = empty.withColumn("source_id", F.lit(None).cast("string"))
+        if dated:
+            empty = empty.withColumn("date", F.lit(None).cast("date"))
         empty.createOrReplaceTempView(table)
         return
     rows = spark.createDataFrame([(k, n) for _, k, n in files], "file STRING, rows BIGINT")
-    df = spark.read.schema(schema).parquet(*[w for w, _, _ in files])
-    df = df.select(
-        "*",
-        F.col("_metadata.file_path").alias("_path"),
-        F.col("_metadata.row_index").alias("_row"),
-    )
-    df = df.withColumn("_file", F.regexp_extract("_path", pattern, 1))
-    df = df.join(rows, df["_file"] == rows["file"]).where(F.col("_row") < F.col("rows"))
-    if partitioned:
-        names.append("source_id")
-        df = df.withColumn("source_id", F.regexp_extract("_path", r"source_id=([^/]+)", 1))
+    by_day = [(w, k) for w, k, _ in files if dated and k.startswith("date=")]
+    rest = [(w, k) for w, k, _ in files if not (dated and k.startswith("date="))]
+    parts = []
+    if by_day:
+        w, k = by_day[0]
+        base = w[: len(w) - len(k)].rstrip("/")
+        df = (
+            spark.read.schema(schema + ", date DATE, source_id STRING")
+            .option("basePath", base)
+            .parquet(*[w for w, _ in by_day])
+        )
+        parts.append(df)
+    if rest:
+        df = spark.read.schema(schema).parquet(*[w for w, _ in rest])
+        if partitioned:
+            path = F.col("_metadata.file_path")
+            df = df.withColumn("source_id", F.regexp_extract(path, r"source_id=([^/]+)", 1))
+        if dated:
+            when = F.coalesce("ts_utc", "ts") if "ts_utc" in names else F.col("ts")
+            df = df.withColumn("date", when.cast("date"))
+        parts.append(df)
+    for n, df in enumerate(parts):
+        df = df.select(
+            *names,
+            F.regexp_extract(F.col("_metadata.file_path"), pattern, 1).alias("_file"),
+            F.col("_metadata.row_index").alias("_row"),
+        )
+        parts[n] = df.join(rows, df["_file"] == rows["file"]).where(F.col("_row") < F.col("rows"))
+    df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     df.select(*names).createOrReplaceTempView(table)
 
 """
@@ -419,7 +463,8 @@ def _spark(tables: list[TableFiles], q: Query | None) -> str:
         files = ",\n".join(f"    ({f.where!r}, {f.key!r}, {f.rows})" for f in tf.files)
         lines += [
             f"committed(\n    {tf.table!r},\n    {schema!r},\n    [\n{files}\n    ],",
-            f"    {_key_pattern(tf.table)!r},\n    {tf.table in PARTITIONED},\n)",
+            f"    {_key_pattern(tf.table)!r},\n    {tf.table in PARTITIONED},\n"
+            f"    {tf.table in DATED},\n)",
         ]
     *views, last = statements("spark", q) if q is not None else [*statements("spark", q), ""]
     lines += [f'spark.sql("""\n{v}\n""")' for v in views]
