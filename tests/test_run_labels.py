@@ -64,6 +64,24 @@ def test_a_speculative_run_slower_than_its_labelled_baseline_has_no_speedup(
 LINE = "#questions: 80, Throughput: {} token/s, Acceptance length: {}"
 
 
+def test_a_script_s_speculative_line_is_compared_with_its_own_baseline(tmp_path: Path) -> None:
+    """A serving benchmark's block in the same paste is another tool's count of another
+    workload: the MT-bench line with speculation (234.54) is compared with the script's
+    own line without it (88.61), not with the block's 300 tok/s."""
+    block = "\n".join(
+        [
+            "============ Serving Benchmark Result ============",
+            "Successful requests:                     100",
+            "Benchmark duration (s):                  85.20",
+            "Output token throughput (tok/s):         300.00",
+            "==================================================",
+        ]
+    )
+    path = tmp_path / "two_tools.log"
+    path.write_text(block + "\n\n" + CASE_262.read_text(encoding="utf-8"), encoding="utf-8")
+    assert "no_speedup" not in _kinds(path)
+
+
 @pytest.mark.parametrize(
     ("label", "length", "speculative"),
     [

@@ -53,6 +53,11 @@ def _benchmarks(ev: Evidence, told: pl.Series) -> list[Finding]:
         if s.get("model"):
             same = peers.filter(pl.col("model") == s["model"])
             peers = same if same.height else peers
+        # A script's run without speculation is the baseline of its speculative runs: two
+        # tools count throughput over different spans (SGLang's MT-bench script over the
+        # wall clock of its questions, a serving benchmark over its requests).
+        same = peers.filter(pl.col("format") == s["format"])
+        peers = same if same.height else peers
         if peers.is_empty():
             continue
         baseline = scalar(peers["output_throughput"].max(), float)
