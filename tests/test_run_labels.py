@@ -89,6 +89,7 @@ def test_a_script_s_speculative_line_is_compared_with_its_own_baseline(tmp_path:
         ("**Baseline (no speculative decoding):**", "1.00", False),
         ("> without MTP", "1.00", False),
         ("### Vanilla", "1.00", False),
+        ("*) base (concurrency = 1):", "1.00", False),  # vllm#12101's label
         # 'baseline' for the main branch, whose run is speculative: the script says so.
         ("baseline:", "2.25", True),
         # A label naming speculation over a run that accepted nothing is that run.
