@@ -9,10 +9,13 @@ latter as ``Acceptance length: 1.00``; only the author's label says which is whi
 
 A label is a short line the definition of labelled results (``label``) reads as one,
 outside a fence or in one; it names the baseline when that definition's ``baseline``
-words are in it and speculation otherwise (``labelled.label_side``). The first line after it
-that is neither blank, a fence nor another label is the line it labels, if it comes within
-``MAX_GAP`` lines: a record starting there whose definition says what it prints without
-speculation (``baseline_prints``) is the run without it (``Records.keep``).
+words are in it, speculation when its ``speculative`` ones are (``labelled.label_side``;
+one without a colon is a few words, not a sentence of prose). The first line after it
+that is neither blank, a fence nor another label is the line it labels, if it comes
+within ``MAX_GAP`` lines: a record starting there whose definition says what it prints
+without speculation (``baseline_prints``) is the run without it (``Records.keep``). A
+label naming the baseline over a record that prints more (SGLang's length 2.25 under
+'baseline:', the main branch of a PR) is a speculative run the author compares against.
 
 The lines come as the line parser gets them. A label naming the baseline holds one of the
 definition's literals (its words), so the bulk reader feeds it to the parser; while a
