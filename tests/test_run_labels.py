@@ -44,6 +44,7 @@ def test_the_baseline_of_sglang_4716_is_no_speculative_run() -> None:
     base, spec = result.tables["bench"]
     assert (base["line"], base["speculative"], base["output_throughput"]) == (10, False, 88.61)
     assert base.get("acceptance_length") is None  # the script's 1.0 without speculation
+    assert json.loads(base["extra"]) == {"label": "w/o spec"}  # why it is no speculative run
     assert (spec["line"], spec["speculative"], spec["acceptance_length"]) == (14, True, 5.88)
     assert [r["line"] for r in result.tables["spec_decode"]] == [14]
     assert not _kinds(CASE_262) & (BLAME | {"no_speedup"})

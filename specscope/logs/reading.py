@@ -23,7 +23,7 @@ class Reading:
     chars: int = 0  # characters of the values read (known fields only)
     alone: bool = False  # nothing but markup before it on its line (see min_fields_alone)
     refused: str | None = None  # why the record cannot be kept (a list over the limit)
-    under_baseline: bool = False  # under an author's label naming the baseline (run_labels)
+    under_baseline: str | None = None  # the author's label above, naming the baseline (run_labels)
     # A block of several records (a table, one a row): which line of the block this one is
     # on, and the records after it.
     offset: int | None = None

@@ -74,6 +74,7 @@ class Records:
                     rows[tables[0]].pop(f.also, None)
             for table in defn.has_row.values():
                 rows.pop(table, None)
+            reading.extra.setdefault("label", reading.under_baseline)  # why: the author's word
         for column, table in defn.has_row.items():
             rows[tables[0]][column] = table in rows
         book = self.book

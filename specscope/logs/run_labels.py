@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from specscope.logs.definitions import Definition
 from specscope.logs.labelled import MAX_LINE, label_side
@@ -37,6 +38,12 @@ MAX_WORDS = 4  # a label without a colon is a few words ('Baseline (no spec)'), 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)*")
 _HEADING = re.compile(r"^#{1,6}[ \t]+")
 _EMPHASIS = re.compile(r"\*\*|__")
+
+
+class _Label(NamedTuple):
+    line: int
+    name: str
+    side: str | None  # 'baseline', 'speculative' or neither
 
 
 class RunLabels:
@@ -52,8 +59,8 @@ class RunLabels:
         self.base_key = re.compile(keys.get("baseline") or "(?!)", re.I)
         literals = defn.literals if defn is not None and self.label_key is not None else ()
         self.words = re.compile("|".join(map(re.escape, literals))) if literals else None
-        self.label: tuple[int, str | None] | None = None  # a label held: its line and side
-        self.labelled: tuple[int, str | None] | None = None  # the line the last one labels
+        self.label: _Label | None = None  # a label held
+        self.labelled: _Label | None = None  # the last one, at the line it labels
 
     @property
     def held(self) -> bool:
@@ -61,7 +68,7 @@ class RunLabels:
 
     def lines_held(self) -> list[int]:
         """The line of a label whose run is yet to come, if one is held."""
-        return [self.label[0]] if self.label is not None else []
+        return [self.label.line] if self.label is not None else []
 
     def wants(self, raw: str) -> bool:
         """Could the line be a label, or the line a held one labels (a cheap test)?"""
@@ -69,19 +76,20 @@ class RunLabels:
 
     def see(self, line: int, raw: str) -> None:
         """Watch one non-blank line."""
-        if self.label is not None and line - self.label[0] > MAX_GAP:
+        if self.label is not None and line - self.label.line > MAX_GAP:
             self.label = None
         if self.fence is not None and self.fence.match(raw.rstrip("\r\n")):
             return  # the fence around the result a label names
         name = self._label(raw)
         if name is not None:
-            self.label = (line, label_side(name, self.spec_key, self.base_key))
+            self.label = _Label(line, name, label_side(name, self.spec_key, self.base_key))
         elif self.label is not None:
-            self.labelled, self.label = (line, self.label[1]), None
+            self.labelled, self.label = _Label(line, self.label.name, self.label.side), None
 
-    def under_baseline(self, line: int) -> bool:
-        """Is ``line`` the one a label naming the baseline labels?"""
-        return self.labelled == (line, "baseline")
+    def under_baseline(self, line: int) -> str | None:
+        """The label naming the baseline that labels ``line``, if one does."""
+        held = self.labelled
+        return held.name if held and held.line == line and held.side == "baseline" else None
 
     def _label(self, raw: str) -> str | None:
         text = _QUOTE.sub("", raw, count=1).strip()
