@@ -53,12 +53,18 @@ _FEWER = re.compile(
     r"bs\s?=\s?1)(?![\w.])",
     re.I,
 )
+_DECODE = re.compile(r"(?<![\w-])(?:decod\w*|generation|tg|gen)(?![\w-])", re.I)
+_UNSEEN = re.compile(
+    r"\s+(?:(?:is|are|was|were|has|have)\s+(?:been\s+)?)?(?:not|never)\s+(?:observed|seen|achieved|"
+    r"visible|noticeable|measurable|reproduced|realized|realised)(?![\w-])",
+    re.I,
+)  # a gain denied after it
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
 # The words a line must hold for the reader to look at it at all (one search a line).
 _TRIGGERS = (
     "slower", "worse", "lower", "higher", "faster", "zero", "slower_zh", "fraction", "low", "fall",
-    "few", "zero_zh", "low_zh",
+    "few", "zero_zh", "low_zh", "percent_slower", "share_of",
 )  # fmt: skip
 
 Keep = Callable[[Definition, int, Reading], None]
@@ -176,7 +182,9 @@ def _speed(lex: Lexicon, clause: str) -> str | None:
         before = clause[max(0, hit.start() - 6) : hit.start()]
         if hit[0].lower() in _COMPARATIVES and ATTRIBUTIVE.search(before):
             continue  # ('onto the slower AR path': a thing named, not a verdict)
-        denied = negated(lex, clause, hit.start())
+        denied = negated(lex, clause, hit.start()) or (
+            good is not None and hit is good and _UNSEEN.match(clause, good.end()) is not None
+        )  # ('Speed-ups not observed for quantized models')
         if denied and says == "faster" and hit is good:
             says, denied = "slower", False  # no gain
         if denied:
@@ -253,6 +261,7 @@ def read_sentence(
     rated, mine = lex.has("rate", sentence), lex.has("first_person", sentence)
     depth = _depth(lex, sentence)
     crowd = lex.has("crowd", sentence)  # more than one request at once ('np=2', 'C=4')
+    absent_here = _names_absence(lex, sentence)  # (once: a sentence may hold many clauses)
     for i, clause in enumerate(clauses):
         opens = lex.find("condition", clause)
         has_subject = lex.subject.search(clause) is not None
@@ -280,21 +289,55 @@ def read_sentence(
         if lex.has("cause", clause):
             continue  # ('MTP speed decreased with merge of the latest version': not its own)
         said = _speed(lex, clause)
-        numbered = rated or _RATIO.search(clause) is not None
+        slowdown = _slowdown(lex, clause) if said in (None, "slower") else None
+        if slowdown is not None:
+            said = "slower"  # ('~2x slower', '-32% throughput', 'dropped by 30%')
+        numbered = (rated or _RATIO.search(clause) is not None) and slowdown is None
         if said == "slower" and crowd and not lex.has("reference", clause):
             said = "collapse"  # ('4 concurrent sessions gave lower throughput than one')
         if said is None or (said == "slower" and numbered):
             continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
-        absent = _names_absence(lex, clause)
+        # (a reference that names speculation's absence says whose run, in any clause:
+        # 'compared ... with non-speculative version ..., but I did not see any improvement')
+        absent = _names_absence(lex, clause) or absent_here
         if said != "faster" and i + 1 < len(clauses) and _dismissed(lex, clauses[i + 1]):
             continue  # ('drops with MTP, but the drop is within noise')
         if said != "faster" and not (mine or absent or named or (spoken_of and mine_before)):
             continue  # whose run? (a bare 'slower than baseline' in a document)
-        claim = _with_condition(lex, Claim(said, clause), clauses[first : i + 1], cond, sentence)
+        claim = _with_condition(
+            lex, Claim(said, clause, spec=slowdown), clauses[first : i + 1], cond, sentence
+        )
         # (speculation named in a sentence before, on the line: the paragraph's subject)
         claim.needs_subject = not (named or spoken_of or absent)
         out.append(claim)
     return out
+
+
+def _slowdown(lex: Lexicon, clause: str) -> float | None:
+    """The speedup a slowdown's stated size gives (``times_slower``, ``percent_slower``,
+    ``share_of``), or None: a multiple or a share of a time is of the time ('3.7x longer', 'a
+    76% latency regression'), of a rate of the rate ('13.6x lower', '-32% throughput'); a
+    time that falls ('latency dropped by 30%', '3x lower TPOT') is no slowdown, nor a signed
+    share without a rate beside it; none denied."""
+    timed = lex.has("time", clause) and not lex.has("speed", clause)
+    m = lex.find("times_slower", clause)
+    if m is not None and not negated(lex, clause, m.start()):
+        ratio = float(m[1])
+        falls = any(w in m[0].lower() for w in (" lower", " less"))
+        if ratio > 1 and not (timed and falls):
+            return round(1 / ratio, 4)
+    m = lex.find("percent_slower", clause)
+    if m is not None and not negated(lex, clause, m.start()):
+        share = float(next(g for g in m.groups() if g)) / 100
+        words = m[0].lower()
+        up = any(w in words for w in ("slow", "regress", "longer", "latency", "more time", "worse"))
+        rated = lex.has("speed", clause) or _DECODE.search(clause) is not None
+        if 0 < share < 1 and not (timed and not up) and (m[3] is None or (rated and not timed)):
+            return round(1 / (1 + share), 4) if timed else round(1 - share, 4)
+    m = lex.find("share_of", clause)
+    if m is not None and not negated(lex, clause, m.start()) and not timed:
+        return float(m[1])
+    return None
 
 
 def _own(lex: Lexicon, clause: str) -> str:
@@ -331,10 +374,13 @@ def read_claims(lex: Lexicon, text: str) -> list[Claim]:
     """Every claim of a line of prose, positive ones included."""
     clean = " ".join(_MARKUP.sub("", text).split())
     out: list[Claim] = []
-    spoken_of = mine = supposed = False
+    spoken_of = mine = supposed = prefill = False
     for sentence, mark in sentences(clean):
         if supposed and lex.has("consequence", sentence):
             continue  # ('if the weights were quantized, ... . That leads to 0% acceptance')
+        if prefill and lex.words["referent"].match(sentence):
+            continue  # ('This PR improves PP performance ... . It is still 10% lower')
+        prefill = lex.has("prefill", sentence)
         # (a hypothesis runs on into the sentences that draw its consequence)
         opens = lex.has("condition", sentence) or _INVERTED.match(sentence) is not None
         supposed = supposed or (opens and lex.has("unreal", sentence))
@@ -482,6 +528,8 @@ class ClaimWatch:
             values["speculative"] = True
             if claim.kind in ("slower", "collapse"):
                 said["claim"] = claim.kind
+                if claim.kind == "slower" and claim.spec is not None:
+                    said["speedup"] = claim.spec  # as the author's multiple or share gives it
             elif claim.kind == "comparison":
                 values["output_throughput"] = claim.spec
                 said |= {"baseline": claim.base, "unit": claim.unit}
