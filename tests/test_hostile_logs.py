@@ -289,9 +289,9 @@ _REPEATED = [
 @pytest.mark.parametrize("head, unit, tail", _REPEATED, ids=[repr(u[:24]) for _, u, _ in _REPEATED])
 def test_a_line_of_a_repeated_shape_parses_in_linear_time(head, unit, tail):
     text = head + unit * ((max_line_bytes() - 1024 - len(head)) // len(unit)) + tail
-    start = time.monotonic()
+    start = time.process_time()  # CPU: a loaded CI machine's wall clock ran 15.7 s for 2.3
     parse_text(text)
-    assert time.monotonic() - start < 15
+    assert time.process_time() - start < 15
 
 
 def test_a_line_over_the_limit_is_skipped_by_parse_text_too():

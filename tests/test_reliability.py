@@ -198,12 +198,16 @@ def _replace_numbers(text: str, value: str) -> str:
 
 @settings(
     max_examples=50_000 if LONG else 300,
-    deadline=5000,
+    # A hang is judged in CPU seconds below: hypothesis' deadline is the wall clock, which
+    # a loaded CI machine stretched to 7.6 s for a megabyte line that costs 2 s of CPU.
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(_mutations())
 def test_no_input_makes_the_parser_raise_or_hang(text):
+    start = time.process_time()
     result = parse_text(text)
+    assert time.process_time() - start < 5
     for rows in result.tables.values():
         for row in rows:
             assert isinstance(row["line"], int)
