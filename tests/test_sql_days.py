@@ -4,7 +4,8 @@ folder (``date=<day>/source_id=<id>``) from its path, so a filter of the day kee
 files of that day and no other. ClickHouse counts the files it reads
 (``EngineFileLikeReadFiles``), Spark's plan shows the day among its ``PartitionFilters``
 and its scan the files it listed; in both, every other day's file made garbage, the day
-is still answered, to the last digit as specscope and DuckDB answer it.
+is still answered, to the last digit as specscope and DuckDB answer it. ClickHouse also
+over a real S3 server on 127.0.0.1 (``s3s-fs``).
 
 The store has the three kinds of folders a reader meets: a fleet's days (six servers,
 three days), hive's default partition (rows without a time) and a source's own folder
@@ -13,8 +14,10 @@ three days), hive's default partition (rows without a time) and a source's own f
 
 from __future__ import annotations
 
+import io
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from specscope.queries.engines import script
 from specscope.queries.fleet import QUERIES, answer
 from specscope.store import writing
 from specscope.store.layout import NO_DAY
+from tests import s3_server
 from tests.helpers import FIXTURES, ROOT, SEEDS
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -104,14 +108,43 @@ def spoil(paths: list[Path]) -> None:
 
 
 def test_clickhouse_reads_a_days_files_alone(fleet, tmp_path, monkeypatch):
-    pytest.importorskip("chdb", reason="ClickHouse (chDB) not installed: pip install '.[fleet]'")
-    import io
+    store = tmp_path / "store"
+    shutil.copytree(fleet, store)
+    clickhouse_reads_a_day(store, None, lambda paths: paths, tmp_path, monkeypatch)
 
+
+def test_clickhouse_over_s3_reads_a_days_files_alone(fleet, tmp_path, monkeypatch):
+    """The same over a real S3 server on 127.0.0.1 (``s3()``: keys, not files)."""
+    if s3_server.binary() is None:
+        pytest.skip("no S3 server: cargo install s3s-fs --version 0.14.1 --features binary")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.SECRET_KEY)
+    root = tmp_path / "s3"
+    with s3_server.S3Server(root) as server:
+        server.upload(fleet, "fleet", "days")
+        clickhouse_reads_a_day(
+            fleet,
+            f"{server.url}/fleet/days",
+            lambda paths: [root / "fleet" / "days" / p.relative_to(fleet) for p in paths],
+            tmp_path,
+            monkeypatch,
+        )
+
+
+def clickhouse_reads_a_day(
+    store: Path,
+    location: str | None,
+    served: Callable[[list[Path]], list[Path]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The views of ``store`` (read at ``location``) in chDB: every query equal to
+    specscope's, and a day read from its files alone; ``served``: where a file of the
+    store is read from (what is spoiled)."""
+    pytest.importorskip("chdb", reason="ClickHouse (chDB) not installed: pip install '.[fleet]'")
     from chdb import session
 
     monkeypatch.chdir(tmp_path)  # chDB would read a config.xml of the folder it runs in
-    store = tmp_path / "store"
-    shutil.copytree(fleet, store)
     day, want = fleet_day(store), of_day(store)
     day_files, other, undated = files(store)
     runs = specscope.open_store(store).files("runs")
@@ -125,7 +158,7 @@ def test_clickhouse_reads_a_days_files_alone(fleet, tmp_path, monkeypatch):
         return got, int(sess.query(count, "CSV").bytes() or 0) - before
 
     try:
-        sess.query(script("clickhouse", store))  # printed while every file is whole
+        sess.query(script("clickhouse", store, location=location))  # every file whole
         s = specscope.open_store(store)
         for name in QUERIES:
             same(name, read(f"SELECT * FROM {name}")[0], answer(s, name))
@@ -142,7 +175,7 @@ def test_clickhouse_reads_a_days_files_alone(fleet, tmp_path, monkeypatch):
             nulls,
             answer(s, "acceptance_by_day").filter(pl.col("day").is_null()),
         )
-        spoil(other)
+        spoil(served(other))
         got, _ = read(f"SELECT * FROM acceptance_by_day WHERE day = '{day}'")
         same("acceptance_by_day", got, want)
         with pytest.raises(Exception):  # noqa: B017 (chDB's error for a file that is no Parquet)
