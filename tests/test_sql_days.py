@@ -99,6 +99,23 @@ def of_day(store: Path) -> pl.DataFrame:
     return want
 
 
+def source_day(store: Path) -> str:
+    """The rows of one source on the fleet's day (a file of its own)."""
+    source = files(store)[0][0].parent.name.split("=", 1)[1]
+    return (
+        "SELECT count(*) AS n, sum(drafts) AS drafts FROM spec_runs "
+        f"WHERE day = DATE '{fleet_day(store)}' AND source_id = '{source}'"
+    )
+
+
+def duckdb_rows(store: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect()
+    con.execute(script("duckdb", store))
+    rows = con.sql(sql).fetchall()
+    assert rows[0][0] > 0
+    return rows
+
+
 def spoil(paths: list[Path]) -> None:
     for path in paths:
         path.write_bytes(b"not a parquet file" * 64)
@@ -169,6 +186,10 @@ def clickhouse_reads_a_day(
         # The day's files, the files of no day's folder (their day is in their rows) and
         # the runs it joins: none of another day's.
         assert opened == len(day_files) + len(undated) + len(runs) < whole + len(runs)
+        # A source's day: its one file of the day (and the runs).
+        one, opened = read(source_day(store))
+        assert one.rows() == duckdb_rows(store, source_day(store)), one
+        assert opened == 1 + len(runs)
         nulls, _ = read("SELECT * FROM acceptance_by_day WHERE day IS NULL")
         same(
             "acceptance_by_day",
@@ -253,6 +274,10 @@ def test_spark_lists_a_days_files_alone(fleet, spark, tmp_path):
     assert "isnotnull(date" in days[1] and f"= {day})" in days[1], days
     assert days[2] == len(day_files) < len(day_files) + len(other)
     assert sum(n for _, _, n in read) == len(day_files) + len(undated), read
+    one = spark.sql(source_day(store))
+    assert [tuple(r) for r in one.collect()] == duckdb_rows(store, source_day(store))
+    (days,) = [s for s in scans(one._jdf.queryExecution().executedPlan()) if "date=" in s[0]]
+    assert "source_id" in days[1] and days[2] == 1, days
     spoil(other)
     again = pl.from_arrow(
         spark.sql(f"SELECT * FROM acceptance_by_day WHERE day = DATE '{day}'").toArrow()

@@ -170,11 +170,12 @@ def query_sql(engine: str, q: Query) -> str:
 
 def spec_runs_sql(engine: str) -> str:
     # Every engine's spec_decode has its partition's day (the date of the rows, taken
-    # from the folder): a query of a day opens that day's files alone.
+    # from the folder) and source: a query of a day, or of a source, opens their files
+    # alone.
     spec = ", ".join(f"s.{c}" for c in SPEC_COLUMNS)
     runs = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
     return (
-        f"SELECT s.{DAY} AS day, {spec}, {runs}, "
+        f"SELECT s.{DAY} AS day, s.source_id, {spec}, {runs}, "
         f"COALESCE({DIALECTS[engine].instance}, r.source) AS instance "
         "FROM spec_decode AS s LEFT JOIN runs AS r ON s.run_id = r.run_id"
     )
