@@ -6,6 +6,7 @@ files of a hundred 41-row groups whose footers every reader opens. Held cuts go 
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -79,3 +80,39 @@ def test_the_rows_are_those_written_before_partitions(stores):
             rows = pl.read_parquet(path)
             for (_,), run in rows.group_by("run_id"):
                 assert run["ts"].is_sorted(), path
+
+
+def _part(days: list[tuple[int, int]], first: int) -> pl.DataFrame:
+    """Rows of consecutive lines from ``first``, ``n`` of them on October ``day`` for
+    each (day, n)."""
+    ts = [datetime(2026, 10, day, 12) for day, n in days for _ in range(n)]
+    return pl.DataFrame({"line": range(first, first + len(ts)), "ts": ts})
+
+
+def test_big_cuts_go_out_at_once_and_small_ones_wait_for_their_day():
+    folders = days.Folders("spec_decode", "src", dated=True)
+    # A part over two days: its big cut is a group now, its small one waits.
+    out = folders.add(_part([(1, days.GROUP_ROWS), (2, 10)], 1))
+    assert [(f.split("/")[0], [len(x) for x in frames]) for f, frames in out] == [
+        ("date=2026-10-01", [days.GROUP_ROWS])
+    ]
+    assert folders.rows == 10
+    # Another day's part of one day leaves it waiting; the next of day 2 takes it first.
+    assert [len(x) for _, fr in folders.add(_part([(3, 5)], 9000)) for x in fr] == [5]
+    out = folders.add(_part([(2, 7)], 9100))
+    assert [(f.split("/")[0], [len(x) for x in frames]) for f, frames in out] == [
+        ("date=2026-10-02", [10]),
+        ("date=2026-10-02", [7]),
+    ]
+    # Small cuts of many parts: one group a day once GATHER_ROWS wait.
+    n = days.GATHER_ROWS // 20 + 1  # the tenth part brings them to GATHER_ROWS
+    got = []
+    for i in range(10):
+        got += folders.add(_part([(4, n), (5, n)], 10_000 + 2 * n * i))
+    assert folders.end() == [] and len(got) == 2
+    assert [(f.split("/")[0], sum(len(x) for x in frames)) for f, frames in got] == [
+        ("date=2026-10-04", 10 * n),
+        ("date=2026-10-05", 10 * n),
+    ]
+    lines = pl.concat(got[0][1])["line"].to_list()
+    assert lines == sorted(lines)

@@ -3,10 +3,13 @@
 
 - **A part of one day** (a pull, a stretch of a log) is a row group of its own, as
   before partitions.
-- **A part over several days** is cut by day, and the cuts of each day are gathered
-  (up to ``GATHER_ROWS`` held, then every day's cuts go out, a group a day): a fleet's
-  part is a server's run over ten days, and a group a cut made 41-row groups, a footer
-  of 259 KB for a file of 4,400 rows that every reader opens.
+- **A part over several days** is cut by day, and each day's small cuts are gathered
+  (up to ``GATHER_ROWS`` held, then every day's go out, a group a day; a cut of
+  ``GROUP_ROWS`` or more is a group at once): a fleet's part is a server's run over ten
+  days, and a group a cut made 41-row groups, a footer of 259 KB for a file of 4,400 rows
+  that every reader opens. Held rows are memory an ingest did not hold before, so few
+  are held: with 65,536 a 100 MB generated log's ingest (parts of ~5,000 rows, 24 days)
+  peaked 20-30 MB higher; with these, 0-10 MB (its runs spread over 10 MB).
 
 A file holds one day, whatever its rows: hive readers take the day from the folder, and
 polars' hive glob fails on a table whose files are not all at one depth (a source's thin
@@ -22,7 +25,8 @@ import polars as pl
 
 from specscope.store.layout import NO_DAY, partition
 
-GATHER_ROWS = 65_536  # rows of cuts held before they go out, a group a day
+GATHER_ROWS = 4_096  # rows of cuts held before they go out, a group a day
+GROUP_ROWS = 1_024  # a cut of this many rows is a group of its own, not held
 
 Group = tuple[str, list[pl.DataFrame]]  # a folder and the frames of one row group, in order
 
@@ -40,14 +44,19 @@ class Folders:
 
     def add(self, part: pl.DataFrame) -> list[Group]:
         cuts = _by_day(self.table, self.source_id, part, self.dated)
-        if len(cuts) == 1:  # after what its folder holds, the part as a group
-            folder, rows = cuts[0]
-            out = self._out({folder}) if any(f == folder for f, _ in self.held) else []
-            return [*out, (folder, [rows])]
+        out: list[Group] = []
         for folder, rows in cuts:
-            self.held.append((folder, rows))
-            self.rows += len(rows)
-        return self._out() if self.rows >= GATHER_ROWS else []
+            if len(cuts) > 1 and len(rows) < GROUP_ROWS:
+                self.held.append((folder, rows))
+                self.rows += len(rows)
+                continue
+            # A part of one day, or a cut big enough: a group, after what its folder holds.
+            if any(f == folder for f, _ in self.held):
+                out.extend(self._out({folder}))
+            out.append((folder, [rows]))
+        if self.rows >= GATHER_ROWS:
+            out.extend(self._out())
+        return out
 
     def end(self) -> list[Group]:
         return self._out()
@@ -96,4 +105,4 @@ def _day_name(day: date | None) -> str:
 
 _DAY_KEY = "__specscope_day"
 
-__all__ = ["GATHER_ROWS", "Folders"]
+__all__ = ["GATHER_ROWS", "GROUP_ROWS", "Folders"]
