@@ -21,6 +21,11 @@ _PAST_POSITION = re.compile(
     r"(?:draft\s+)?(?:position|pos|token|step|depth)s?\b",
     re.I,
 )
+# Later draft positions named: what is said of them is a cliff's, not the first position's.
+_LATER = re.compile(
+    r"(?<![\w-])(?:second|third|fourth|fifth|sixth|later|deeper|last|tail|positions?|pos)(?![\w-])",
+    re.I,
+)
 _TO_VALUE = re.compile(r"\s+(?:to|at|by)\s+[~≈]?\s?\d")  # a fall to a value ('to 0-4%')
 # A verb that makes a word of lowness after the measure its predicate ('acceptance rate is
 # very low'; not 'acceptance rate at low temperature').
@@ -41,7 +46,9 @@ def read_acceptance(lex: Lexicon, clause: str, k: int | None) -> Claim | None:
     if few is not None and (
         lex.acceptance_subject.search(clause) or lex.subject.search(clause)
     ):  # ('almost no draft tokens are accepted': almost nothing, no share said)
-        return None if negated(lex, clause, few.start()) else Claim("low", clause)
+        if negated(lex, clause, few.start()) or _LATER.search(clause):
+            return None  # ('the fourth and later draft tokens are ... almost never accepted')
+        return Claim("low", clause)
     zero = lex.find("zero", clause)
     # ('nothing is accepted by the MTP head': the words of acceptance are the predicate's)
     spoken = lex.acceptance_subject.search(clause) is not None

@@ -26,17 +26,20 @@ import polars as pl
 import regex
 
 from specscope.logs.claim_acceptance import read_acceptance
-from specscope.logs.claim_words import ATTRIBUTIVE, Claim, Lexicon, lexicon, negated
+from specscope.logs.claim_speed import against_off, dismissed, slowdown_of, speed_of
+from specscope.logs.claim_words import Claim, Lexicon, lexicon
+from specscope.logs.clean import clean_line
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
 
 MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
-_MARKUP = re.compile(r"\*\*|__|`|^\s*(?:[-*+>]\s+|#+\s+|\d+\.\s+)+")
+_MARKUP = re.compile(
+    r"\*\*|__|`|(?<![\w*])\*(?=\w)|(?<=\w)\*(?![\w*])|^\s*(?:[-*+>]\s+|#+\s+|\d+\.\s+)+"
+)  # (and '*slower*', a word in italics)
 _CLAUSE = re.compile(
     r"[,:](?=\s)|[\uff0c\uff1a]|\s(?=(?:but|however|although|though|whereas)\s)", re.I
 )  # (a full-width comma or colon is one with its space)
-_COMPARATIVES = frozenset({"slower", "faster", "worse", "better", "lower", "higher"})
 _ENDS = "!?;\u3002\uff01\uff1f\uff1b"  # and their full-width forms
 _LEAD = re.compile(r"^(?:and|so|also|but|however|although|though|whereas)\s+", re.I)
 _ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
@@ -46,19 +49,13 @@ _OBSERVED = re.compile(
     re.I,
 )  # (a report's opening words: 'I observed that', 'we have noticed that')
 _INVERTED = re.compile(r"(?:had|were)\s", re.I)  # a condition by inversion: 'Had it been ...'
-# Fewer requests at once as the other side ('lower than a single stream', 'compared to np=1').
-_FEWER = re.compile(
-    r"\s*(?:a |the |at )?(?:single[ -](?:stream|request|user|slot|session)|one (?:request|"
-    r"stream|user|slot|session)|-?np\s?=\s?1|c\s?=\s?1|concurrency (?:of )?1|batch size 1|"
-    r"bs\s?=\s?1)(?![\w.])",
-    re.I,
-)
-_DECODE = re.compile(r"(?<![\w-])(?:decod\w*|generation|tg|gen)(?![\w-])", re.I)
-_UNSEEN = re.compile(
-    r"\s+(?:(?:is|are|was|were|has|have)\s+(?:been\s+)?)?(?:not|never)\s+(?:observed|seen|achieved|"
-    r"visible|noticeable|measurable|reproduced|realized|realised)(?![\w-])",
-    re.I,
-)  # a gain denied after it
+# A line wrapped mid-sentence ends in a word, a comma, a bracket or a mark of emphasis (ASCII:
+# a Chinese line ends its sentence); a line that opens a block never continues one.
+_WRAPPED = re.compile(r"[A-Za-z0-9,)(%*`_\-]\s*$")
+# The next line goes on a sentence: it opens with a small letter or a number, or emphasis or a
+# bracket before one ('*slower*: the flag costs'); a capital opens a sentence as often.
+_GOES_ON = re.compile(r"\s*(?:[*_`(]{1,2})?[a-z0-9]")
+_FENCE = re.compile(r"\s*(?:```|~~~)")
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 
 # The words a line must hold for the reader to look at it at all (one search a line).
@@ -110,91 +107,9 @@ def _condition(lex: Lexicon, clause: str, before: str | None) -> str | None:
     return clause[m.start() :]
 
 
-def _minimised(lex: Lexicon, clause: str, hit: regex.Match[str]) -> bool:
-    """The clause calls its slowdown too small to count: a minimiser just before the
-    predicate (at most the measure between: 'a negligible speed decrease'), or after it past
-    linking words alone ('speed decrease is negligible'; not 'slower, and the overhead is
-    negligible', where the minimiser is another subject's)."""
-    before = clause[max(0, hit.start() - 40) : hit.start()]
-    for m in lex.words["minimiser"].finditer(before):
-        rest = before[m.end() :].strip()
-        if not rest or lex.words["speed"].fullmatch(rest) or lex.words["time"].fullmatch(rest):
-            return True
-    return _called_small(lex, clause[hit.end() :])
-
-
-def _called_small(lex: Lexicon, words: str) -> bool:
-    """The words open with a minimiser past linking words alone ('is pretty much negligible')."""
-    for _ in range(6):
-        words = words.lstrip()
-        link = lex.words["linking"].match(words)
-        if link is None:
-            break
-        words = words[link.end() :]
-    return lex.words["minimiser"].match(words.lstrip()) is not None
-
-
-def _dismissed(lex: Lexicon, clause: str) -> bool:
-    """A clause that calls the slowdown before it too small to count ('the drop is within
-    noise', 'negligible though')."""
-    ref = lex.words["referent"].match(clause)
-    return _called_small(lex, clause[ref.end() :] if ref is not None else clause)
-
-
-def _other_method(lex: Lexicon, clause: str, at: int) -> bool:
-    """Set against something else after its predicate ('slower than EAGLE-2', 'slower on
-    GB10 than on the M5 Max'), not against decoding without speculation."""
-    m = lex.find("versus", clause[at:])
-    if m is None:
-        return False
-    rest = clause[at + m.end() : at + m.end() + 40]
-    return not lex.has("reference", rest) and _FEWER.match(rest) is None
-
-
 def _depth(lex: Lexicon, sentence: str) -> int | None:
     m = lex.find("depth", sentence)
     return int(next(g for g in m.groups() if g)) if m is not None else None
-
-
-def _speed(lex: Lexicon, clause: str) -> str | None:
-    """slower / faster as the clause's predicate says it, or None (also where a condition
-    comes before it in the clause: 'stops once its cycles measure slower' is a rule). A
-    gain denied ('not able to get any gain', 'did not beat baseline') is no gain: slower."""
-    zh = lex.find("slower_zh", clause)
-    if zh is not None and lex.has("subject_zh", clause) and not lex.has("hedge_zh", clause):
-        return "slower"
-    rate, time = lex.find("speed", clause), lex.find("time", clause)
-    measured = rate is not None or time is not None
-    m = lex.find("slower", clause)
-    bad = lex.find("worse", clause) if measured else None
-    good = lex.find("faster", clause)
-    down, up = lex.find("lower", clause), lex.find("higher", clause)
-    if rate is None and time is None:
-        down = up = None
-    # (each: its match, and what it says when the words before it do not deny it)
-    said = [(m, "slower"), (bad, "slower"), (good, "faster")]
-    said += [(down, "slower" if rate is not None else "faster")]
-    said += [(up, "slower" if rate is None else "faster")]
-    hits = [(h, w) for h, w in said if h is not None]
-    for hit, says in sorted(hits, key=lambda h: h[0].start()):
-        if lex.has("condition", clause[: hit.start()]):
-            return None
-        before = clause[max(0, hit.start() - 6) : hit.start()]
-        if hit[0].lower() in _COMPARATIVES and ATTRIBUTIVE.search(before):
-            continue  # ('onto the slower AR path': a thing named, not a verdict)
-        denied = negated(lex, clause, hit.start()) or (
-            good is not None and hit is good and _UNSEEN.match(clause, good.end()) is not None
-        )  # ('Speed-ups not observed for quantized models')
-        if denied and says == "faster" and hit is good:
-            says, denied = "slower", False  # no gain
-        if denied:
-            return None
-        if says == "slower" and _other_method(lex, clause, hit.end()):
-            return None
-        if says == "slower" and hit is not good and _minimised(lex, clause, hit):
-            return None  # ('speed decrease is negligible': no slowdown to blame)
-        return says
-    return None
 
 
 def _rates(lex: Lexicon, sentence: str) -> Claim | None:
@@ -288,21 +203,24 @@ def read_sentence(
             continue  # acceptance lower or higher, no value: nothing to keep
         if lex.has("cause", clause):
             continue  # ('MTP speed decreased with merge of the latest version': not its own)
-        said = _speed(lex, clause)
-        slowdown = _slowdown(lex, clause) if said in (None, "slower") else None
+        said = speed_of(lex, clause)
+        slowdown = slowdown_of(lex, clause) if said in (None, "slower") else None
         if slowdown is not None:
             said = "slower"  # ('~2x slower', '-32% throughput', 'dropped by 30%')
         numbered = (rated or _RATIO.search(clause) is not None) and slowdown is None
-        if said == "slower" and crowd and not lex.has("reference", clause):
+        if said == "slower" and crowd and not against_off(lex, clause):
             said = "collapse"  # ('4 concurrent sessions gave lower throughput than one')
         if said is None or (said == "slower" and numbered):
             continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
         # (a reference that names speculation's absence says whose run, in any clause:
         # 'compared ... with non-speculative version ..., but I did not see any improvement')
         absent = _names_absence(lex, clause) or absent_here
-        if said != "faster" and i + 1 < len(clauses) and _dismissed(lex, clauses[i + 1]):
+        if said != "faster" and i + 1 < len(clauses) and dismissed(lex, clauses[i + 1]):
             continue  # ('drops with MTP, but the drop is within noise')
-        if said != "faster" and not (mine or absent or named or (spoken_of and mine_before)):
+        sized = slowdown is not None and spoken_of  # (a size is measured: 'The arm is 3 % slower')
+        if said != "faster" and not (
+            mine or absent or named or sized or (spoken_of and mine_before)
+        ):
             continue  # whose run? (a bare 'slower than baseline' in a document)
         claim = _with_condition(
             lex, Claim(said, clause, spec=slowdown), clauses[first : i + 1], cond, sentence
@@ -311,33 +229,6 @@ def read_sentence(
         claim.needs_subject = not (named or spoken_of or absent)
         out.append(claim)
     return out
-
-
-def _slowdown(lex: Lexicon, clause: str) -> float | None:
-    """The speedup a slowdown's stated size gives (``times_slower``, ``percent_slower``,
-    ``share_of``), or None: a multiple or a share of a time is of the time ('3.7x longer', 'a
-    76% latency regression'), of a rate of the rate ('13.6x lower', '-32% throughput'); a
-    time that falls ('latency dropped by 30%', '3x lower TPOT') is no slowdown, nor a signed
-    share without a rate beside it; none denied."""
-    timed = lex.has("time", clause) and not lex.has("speed", clause)
-    m = lex.find("times_slower", clause)
-    if m is not None and not negated(lex, clause, m.start()):
-        ratio = float(m[1])
-        falls = any(w in m[0].lower() for w in (" lower", " less"))
-        if ratio > 1 and not (timed and falls):
-            return round(1 / ratio, 4)
-    m = lex.find("percent_slower", clause)
-    if m is not None and not negated(lex, clause, m.start()):
-        share = float(next(g for g in m.groups() if g)) / 100
-        words = m[0].lower()
-        up = any(w in words for w in ("slow", "regress", "longer", "latency", "more time", "worse"))
-        rated = lex.has("speed", clause) or _DECODE.search(clause) is not None
-        if 0 < share < 1 and not (timed and not up) and (m[3] is None or (rated and not timed)):
-            return round(1 / (1 + share), 4) if timed else round(1 - share, 4)
-    m = lex.find("share_of", clause)
-    if m is not None and not negated(lex, clause, m.start()) and not timed:
-        return float(m[1])
-    return None
 
 
 def _own(lex: Lexicon, clause: str) -> str:
@@ -415,6 +306,11 @@ class ClaimWatch:
     # reader flushes them to the stage block by block, and reads lines of its own.
     taken: dict[str, set[int]] = field(default_factory=dict)
     numbers: bool = False  # an author's numbers already state a comparison
+    # A paragraph's lines so far (first line, last line, text joined), read when it ends;
+    # and whether a code fence is open (its lines are no prose).
+    _held: tuple[int, list[str]] | None = None
+    _fenced: bool = False
+    before: tuple[int, str] | None = None  # the last line the parser skipped, as it was
     stated_spec: int = 0  # spec_decode rows that are an author's stated rates, not counts
 
     def __post_init__(self) -> None:
@@ -435,9 +331,94 @@ class ClaimWatch:
             else None
         )
 
+    @property
+    def holding(self) -> bool:
+        """A paragraph's line is held: the parser shows the next line, whatever it holds."""
+        return self._held is not None
+
     def see(self, line: int, text: str) -> None:
+        """A line the parser reads: it goes on the paragraph held, or the paragraph is read
+        and this line held in its turn (its claims are read when it ends)."""
+        if self.lex is None or self._trigger is None:
+            return
+        if self._joins(line, text):
+            self._advance(text)
+            return
+        self._flush()
+        self._advance(text)
+        before, self.before = self.before, None
+        if before is not None and before[0] == line - 1:
+            self._hold(*before)  # (a sentence's start on a line the parser skipped)
+            if self._joins(line, text):
+                return
+            self._held = None
+        self._hold(line, text)
+
+    def more(self, line: int, text: str) -> None:
+        """A line the parser skips (no literal of any definition) while a paragraph is held:
+        the rest of a sentence wrapped at a terminal's or markdown's width goes on it."""
+        if not self._joins(line, text):
+            self._flush()
+
+    def gap(self, raw: str) -> None:
+        """A line the parser reads as empty (a fence's, a quote's): the paragraph ends, and
+        a fence opens or closes code, whose lines are no prose."""
+        self._flush()
+        if _FENCE.match(raw):
+            self._fenced = not self._fenced
+
+    def _hold(self, line: int, raw: str) -> None:
+        text = clean_line(raw).text
+        if _FENCE.match(text):
+            self._fenced = not self._fenced
+        elif len(text) <= MAX_LINE and not self.is_log(text):
+            self._held = (line, [text])
+            if self._fenced:
+                self._flush()  # (a line in code is read alone, as it always was)
+
+    def _joins(self, line: int, text: str) -> bool:
+        """Goes ``text`` on the held paragraph? Only the next line, and only prose wrapped
+        mid-sentence: the held line ends in a word, a comma or a bracket (no full stop, colon
+        or CJK character: a Chinese line ends its sentence), the next neither opens an item,
+        a heading, a quote, a table row or a fence, nor is a log record."""
+        held = self._held
+        if held is None or line != held[0] + len(held[1]) or not _WRAPPED.search(held[1][-1]):
+            return False
+        if not _GOES_ON.match(text) or "|" in text or self.is_log(text):
+            return False
+        if sum(len(t) for t in held[1]) + len(text) >= MAX_LINE:
+            return False
+        held[1].append(text.strip())
+        return True
+
+    def _flush(self) -> None:
+        """Read the paragraph held: each line as before, then, where no line holds a claim
+        by itself, the lines joined, of which only a claim across a break is new (a hedge or
+        a question on the next line takes nothing from a line's own claim)."""
+        held, self._held = self._held, None
+        lex, trigger = self.lex, self._trigger
+        if held is None or lex is None or trigger is None:
+            return
+        first, texts = held
+        read = False
+        for i, text in enumerate(texts):
+            if trigger.search(text):
+                for claim in read_claims(lex, text):
+                    if claim.blames:
+                        read = True
+                        self._place(_Pending(first + i, claim))
+        joined = " ".join(texts)
+        if read or len(texts) < 2 or not trigger.search(joined):
+            return  # (a claim a line holds by itself is not read again across the break)
+        alone = [" ".join(_MARKUP.sub("", t).split()) for t in texts]
+        for claim in read_claims(lex, joined):
+            if claim.blames and not any(claim.stated in t for t in alone):
+                self._place(_Pending(first, claim))
+
+    def _advance(self, text: str) -> None:
+        """The claims waiting for their subject see one more line."""
         lex = self.lex
-        if lex is None or self._trigger is None:
+        if lex is None:
             return
         for p in list(self.waiting):
             p.after += 1
@@ -446,10 +427,6 @@ class ClaimWatch:
                 self.found.append(p)
             elif p.after >= CONTEXT_LINES:
                 self.waiting.remove(p)
-        if len(text) <= MAX_LINE and self._trigger.search(text) and not self.is_log(text):
-            for claim in read_claims(lex, text):
-                if claim.blames:
-                    self._place(_Pending(line, claim))
 
     def _place(self, p: _Pending) -> None:
         if not p.claim.needs_subject:
@@ -460,6 +437,7 @@ class ClaimWatch:
     def _lines(self) -> set[int]:
         # Only a line a claim was read on can clash: the others' lines are not kept (a
         # server log's bulk rows are millions).
+        self._flush()
         return {p.line for p in (*self.found, *self.waiting)}
 
     def note_rows(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -495,6 +473,7 @@ class ClaimWatch:
         paste counts acceptance itself (``counted``: 'raises draft acceptance from 10% to
         49%' under the table of counts), and a slowdown in words where the author's numbers
         already state one."""
+        self._flush()
         taken, numbers = self.taken, self.numbers
         for p in self.found:
             if (counted and p.claim.kind in ("zero", "rate", "length", "low")) or (
@@ -507,6 +486,7 @@ class ClaimWatch:
             taken.setdefault(defn.table or "", set()).add(p.line)
             self.keep(defn, p.line, reading)
         self.found, self.waiting, self.taken, self.numbers, self.stated_spec = [], [], {}, False, 0
+        self._fenced = False
 
     def _record(self, claim: Claim) -> tuple[Definition | None, Reading | None]:
         said: dict[str, Any] = {"stated": " ".join(claim.stated.split())}

@@ -195,10 +195,15 @@ class LineParser:
                 and self.configs.pending is None
                 and not self.grammar.interesting(part)
             ):
+                if self._claims.holding:  # (a sentence wrapped onto a line of no literal)
+                    self._claims.more(line, clean_line(part).text)
+                else:
+                    self._claims.before = (line, part)  # (or its start on one)
                 continue
             cleaned = clean_line(part)
             if not cleaned.text.strip():
                 self.blank()  # a quote's or a container's empty line ('> ', 'vllm-1  | ')
+                self._claims.gap(part)  # (a fence's line too: no paragraph goes on past it)
                 continue
             text = cleaned.text
             self._claims.see(line, text)

@@ -1,0 +1,69 @@
+"""A sentence wrapped at a terminal's or markdown's width (issue 16): the claim reader joins the
+lines of one paragraph where a line ends mid-sentence and the next goes on it, reads the
+claim across the break at its first line, and joins no table row, code, item or log record;
+a line's own claim is read as before, whatever the next line holds."""
+
+from __future__ import annotations
+
+import json
+
+from specscope.logs.parser import parse_text
+
+# fixtures/claims Crow#182/1 and colibri#8/3, as their threads wrap them.
+CROW = (
+    "`draft_n` absent again in all six runs — **zero draft tokens**. The arm is 3 %\n"
+    "*slower*: the flag costs something and produces nothing.\n"
+)
+COLIBRI = (
+    "The int4 MTP head is too lossy to predict accurately: drafts almost always miss, so\n"
+    "speculation never engages.\n"
+)
+# A vLLM interval (world case 06) under a line of prose that ends mid-sentence.
+RECORD = (
+    "(APIServer pid=95669) INFO 07-20 18:11:49 [metrics.py:101] SpecDecoding metrics: Mean "
+    "acceptance length: 2.87, Accepted throughput: 9.40 tokens/s, Drafted throughput: 15.10 "
+    "tokens/s, Accepted: 282 tokens, Drafted: 453 tokens, Per-position acceptance rate: "
+    "0.821, 0.609, 0.437, Avg Draft acceptance rate: 62.3%\n"
+)
+
+
+def _claims(text: str) -> list[tuple[str, int, dict]]:
+    tables = parse_text(text).tables
+    return [
+        (table, row["line"], json.loads(row["extra"]))
+        for table in ("bench", "spec_decode")
+        for row in tables.get(table, [])
+        if str(row.get("format", "")).startswith("stated_claims")
+    ]
+
+
+def test_a_claim_across_a_break_is_read_at_its_first_line() -> None:
+    ((table, line, said),) = _claims(CROW)
+    assert (table, line) == ("bench", 1)
+    assert said == {"stated": "The arm is 3 % slower", "claim": "slower", "speedup": 0.97}
+    ((table, line, said),) = _claims(COLIBRI)
+    assert (table, line, said["claim"]) == ("spec_decode", 1, "low")
+
+
+def test_a_break_after_a_full_stop_or_before_a_capital_is_no_wrap() -> None:
+    assert _claims("The arm with MTP on is 3 %.\n*slower* runs were dropped.\n") == []
+    # (a capital opens a sentence as often as it goes on one)
+    assert _claims("The throughput with MTP on my 4090\nDropped compared to the baseline.\n") == []
+
+
+def test_a_log_record_a_table_row_or_code_is_never_joined() -> None:
+    prose = "With the draft model on my 4090 the decode throughput\n"
+    assert _claims(prose + RECORD) == []
+    assert _claims(prose + "| dropped | compared to the baseline without it |\n") == []
+    fenced = "```\n" + prose + "dropped compared to the baseline without it\n```\n"
+    assert _claims(fenced) == []
+
+
+def test_a_lines_own_claim_survives_what_the_next_line_says() -> None:
+    # world 223's shape: a rate against the base, then a hedge in small letters
+    text = (
+        "i'm getting about 16 t/s with the draft, knowing that base is 22.5 t/s\n"
+        "my guess is that model and draft aren't vibing together\n"
+    )
+    ((table, line, said),) = _claims(text)
+    assert (table, line, said["baseline"]) == ("bench", 1, 22.5)
