@@ -25,6 +25,9 @@ _UNSEEN = re.compile(
     r"visible|noticeable|measurable|reproduced|realized|realised)(?![\w-])",
     re.I,
 )  # a gain denied after it
+_ONE_TO_MORE = re.compile(
+    r"\s+from\s+(?:-?np|c|concurrency|bs|batch(?: size)?)\s?[=:]?\s?1\s+to\s", re.I
+)  # ('drops from np=1 to np=2')
 _ENABLING = re.compile(
     r"(?<![\w-])(?:enabl(?:e|ed|es|ing)|turn(?:ed|ing|s)? on|switch(?:ed|ing)? on)\s", re.I
 )
@@ -145,4 +148,19 @@ def against_off(lex: Lexicon, clause: str) -> bool:
     return lex.has("reference", clause) or _ENABLING.search(clause) is not None
 
 
-__all__ = ["against_off", "dismissed", "slowdown_of", "speed_of"]
+def falls_with_load(lex: Lexicon, clause: str) -> bool:
+    """In a sentence of more than one request at once, the clause says speed falls with no
+    measure named: a fall from one request to more ('it *drops* from np=1 to np=2'), or
+    speculation named just before a word of worse ('MTP only degrades under multi-slot
+    decode'); none denied."""
+    for m in lex.words["lower"].finditer(clause):
+        if _ONE_TO_MORE.match(clause, m.end()) and not negated(lex, clause, m.start()):
+            return True
+    bad = lex.find("worse", clause)
+    if bad is None or negated(lex, clause, bad.start()):
+        return False
+    named = lex.subject.search(clause[max(0, bad.start() - 30) : bad.start()])
+    return named is not None
+
+
+__all__ = ["against_off", "dismissed", "falls_with_load", "slowdown_of", "speed_of"]

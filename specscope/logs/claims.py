@@ -26,7 +26,13 @@ import polars as pl
 import regex
 
 from specscope.logs.claim_acceptance import read_acceptance
-from specscope.logs.claim_speed import against_off, dismissed, slowdown_of, speed_of
+from specscope.logs.claim_speed import (
+    against_off,
+    dismissed,
+    falls_with_load,
+    slowdown_of,
+    speed_of,
+)
 from specscope.logs.claim_words import Claim, Lexicon, lexicon
 from specscope.logs.clean import clean_line
 from specscope.logs.definitions import Definition
@@ -210,6 +216,8 @@ def read_sentence(
         numbered = (rated or _RATIO.search(clause) is not None) and slowdown is None
         if said == "slower" and crowd and not against_off(lex, clause):
             said = "collapse"  # ('4 concurrent sessions gave lower throughput than one')
+        elif said is None and crowd and falls_with_load(lex, clause):
+            said = "collapse"  # ('it drops from np=1 to np=2', 'MTP only degrades under ...')
         if said is None or (said == "slower" and numbered):
             continue  # numbers no side is bound to, a ratio: the numbered shapes' (stated_speedup*)
         # (a reference that names speculation's absence says whose run, in any clause:
