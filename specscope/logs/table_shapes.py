@@ -29,18 +29,24 @@ def clean_cell(cell: str) -> str:
     return text or " ".join(cell.replace("*", "").replace("`", "").split())
 
 
-# A switch's state in a column named for speculation ('| MTP | tok/s |', '| ✗ | 45 |').
-_ON = regex.compile(r"[✓✔✅]|yes|y|on|true|enabled?", regex.I)
+# A switch's state in a column named for speculation ('| MTP | tok/s |', '| ✗ | 45 |'); on,
+# its setting may follow ('on (n=2)', 'yes, k=3': fixtures/world/264).
+_ON = regex.compile(
+    r"(?:[✓✔✅]|yes|y|on|true|enabled?)(?:\s*\([^()]{1,20}\)|\s*,?\s*[a-z_]{1,24}\s*=\s*\d+)?",
+    regex.I,
+)
 _OFF = regex.compile(r"[✗✘❌]|no|n|off|false|disabled?|-|—|–", regex.I)
 
 
-def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) -> None:
+def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) -> int | None:
     """A column named for speculation ('MTP', 'spec decode') whose cells are its state
     ('✓' / '✗', 'yes' / 'no', 'on' / 'off'), both states present, its cells made words
-    ('with MTP', 'without MTP') that name the sides as a configuration's name does. In place."""
+    ('with MTP', 'without MTP') that name the sides as a configuration's name does. In place;
+    the column's index (the first such), or None."""
     if len(rows) < 3:
-        return
+        return None
     header, body = rows[0][1], [cells for _, cells in rows[1:] if len(cells) == len(rows[0][1])]
+    found: int | None = None
     for c, head in enumerate(header):
         if not spec_key.search(head) or len(_WORDS.findall(head)) > 3:
             continue
@@ -48,6 +54,8 @@ def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) ->
         if 0 not in states and {1, -1} <= set(states):
             for cells, on in zip(body, states, strict=True):
                 cells[c] = f"{'with' if on > 0 else 'without'} {head}"
+            found = c if found is None else found
+    return found
 
 
 def cells_of(line: str) -> list[str]:

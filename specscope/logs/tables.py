@@ -127,7 +127,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
     accepts, depths = key_of(defn, "accept_column"), key_of(defn, "depth_column")
     if base_key is None or spec_key is None:
         return reading
-    switched(rows, spec_key)
+    switch = switched(rows, spec_key)
 
     def is_base(label: str) -> bool:
         # "EAGLE (baseline)" is a drafter; "MTP disabled" is speculation off.
@@ -209,10 +209,22 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         # before it (a GPU, a backend) make groups, each with its own baseline row. In a
         # sweep of the draft depth, the row of depth 0 ('off') is the baseline.
         at = next((c for c in range(len(header)) if any(is_base(x[c]) for _, x in labelled)), None)
+        lead = list(range(at or 0))
+        if switch is not None:
+            # Speculation's own switch column decides a row's side, whatever its name says
+            # ('baseline (as-deployed)' with MTP 'on (n=2)'); the columns before it group the
+            # rows (another switch: '--enforce-eager'), but a name no two rows share does not.
+            at = switch
+            names = [x[0] for _, x in labelled]
+            lead = [c for c in range(at) if c > 0 or len(set(names)) < len(names)]
         swept = None
         if at is None and depths is not None:
             swept = next((c for c, h in enumerate(header) if depths.fullmatch(h)), None)
             at = swept
+            lead = list(range(at or 0))
+
+        def group_of(cells: list[str]) -> tuple[str, ...]:
+            return tuple(cells[c] for c in lead)
 
         def base_row_of(cells: list[str]) -> bool:
             if swept is not None:
@@ -222,10 +234,10 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         if at is None:
             return reading
         bases = [(i, cells) for i, cells in labelled if base_row_of(cells)]
-        groups = [tuple(cells[:at]) for _, cells in bases]
+        groups = [group_of(cells) for _, cells in bases]
         if not bases or len(set(groups)) != len(groups):
             return reading
-        base_of = {tuple(cells[:at]): cells for _, cells in bases}
+        base_of = {group_of(cells): cells for _, cells in bases}
         base_row = bases[0][1]
         # A row that drafted (a value in the acceptance column the baseline leaves empty)
         # is speculative, whatever its name ('ring0').
@@ -257,7 +269,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         timed = bool(unit and time_key is not None and time_key.search(unit))
         for m in metric:
             for i, cells in labelled:
-                group = tuple(cells[:at])
+                group = group_of(cells)
                 if (i, cells) in bases or group not in base_of or skipped(cells[at]):
                     continue
                 k = _depth(cells[swept]) if swept is not None else None
