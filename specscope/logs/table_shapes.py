@@ -30,12 +30,25 @@ def clean_cell(cell: str) -> str:
 
 
 # A switch's state in a column named for speculation ('| MTP | tok/s |', '| ✗ | 45 |'); on,
-# its setting may follow ('on (n=2)', 'yes, k=3': fixtures/world/264).
+# its setting may follow ('on (n=2)', 'yes, k=3': fixtures/world/264) or stand alone ('n=2'
+# against 'none'), and a method's name is on too ('| spec | ... |' with 'MTP' against '-').
+_SETTING = r"[a-z_]{1,24}\s*=\s*[1-9]\d*"
 _ON = regex.compile(
-    r"(?:[✓✔✅]|yes|y|on|true|enabled?)(?:\s*\([^()]{1,20}\)|\s*,?\s*[a-z_]{1,24}\s*=\s*\d+)?",
+    rf"(?:[✓✔✅]|yes|y|on|true|enabled?)(?:\s*\([^()]{{1,20}}\)|\s*,?\s*{_SETTING})?|{_SETTING}",
     regex.I,
 )
-_OFF = regex.compile(r"[✗✘❌]|no|n|off|false|disabled?|-|—|–", regex.I)
+_AFTER_NAME = regex.compile(rf"\s*(?:\([^()]{{1,20}}\)|,?\s*{_SETTING})?", regex.I)
+_OFF = regex.compile(r"[✗✘❌]|no|n|off|false|disabled?|none|-|—|–|[a-z_]{1,24}\s*=\s*0", regex.I)
+
+
+def _state(cell: str, spec_key: regex.Pattern[str]) -> int:
+    """1 for a switch on, -1 off, 0 for a cell that is neither."""
+    if _OFF.fullmatch(cell):
+        return -1
+    if _ON.fullmatch(cell):
+        return 1
+    m = spec_key.match(cell)
+    return 1 if m is not None and _AFTER_NAME.fullmatch(cell, m.end()) else 0
 
 
 def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) -> int | None:
@@ -50,7 +63,7 @@ def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) ->
     for c, head in enumerate(header):
         if not spec_key.search(head) or len(_WORDS.findall(head)) > 3:
             continue
-        states = [bool(_ON.fullmatch(x[c])) - bool(_OFF.fullmatch(x[c])) for x in body]
+        states = [_state(x[c], spec_key) for x in body]
         if 0 not in states and {1, -1} <= set(states):
             for cells, on in zip(body, states, strict=True):
                 cells[c] = f"{'with' if on > 0 else 'without'} {head}"
