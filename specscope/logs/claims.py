@@ -182,7 +182,8 @@ def read_sentence(
     rated, mine = lex.has("rate", sentence), lex.has("first_person", sentence)
     depth = _depth(lex, sentence)
     crowd = lex.has("crowd", sentence)  # more than one request at once ('np=2', 'C=4')
-    absent_here = _names_absence(lex, sentence)  # (once: a sentence may hold many clauses)
+    absent_here = _names_absence(lex, sentence)
+    zh_named = lex.has("subject_zh", sentence)  # (once: a sentence may hold many clauses)
     for i, clause in enumerate(clauses):
         opens = lex.find("condition", clause)
         has_subject = lex.subject.search(clause) is not None
@@ -210,10 +211,15 @@ def read_sentence(
         if lex.has("cause", clause):
             continue  # ('MTP speed decreased with merge of the latest version': not its own)
         said = speed_of(lex, clause)
+        if said is None and zh_named and _slower_zh(lex, clause):
+            said = (
+                "slower"  # ('使用投机采样的耗时..., 并没有加速效果': the subject a clause before)
+            )
         slowdown = slowdown_of(lex, clause) if said in (None, "slower") else None
         if slowdown is not None:
             said = "slower"  # ('~2x slower', '-32% throughput', 'dropped by 30%')
         numbered = (rated or _RATIO.search(clause) is not None) and slowdown is None
+        numbered = numbered and not _slower_zh(lex, clause)  # ('性能下降30%': bound to it)
         if said == "slower" and crowd and not against_off(lex, clause):
             said = "collapse"  # ('4 concurrent sessions gave lower throughput than one')
         elif said is None and crowd and falls_with_load(lex, clause):
@@ -237,6 +243,10 @@ def read_sentence(
         claim.needs_subject = not (named or spoken_of or absent)
         out.append(claim)
     return out
+
+
+def _slower_zh(lex: Lexicon, clause: str) -> bool:
+    return lex.has("slower_zh", clause) and not lex.has("hedge_zh", clause)
 
 
 def _own(lex: Lexicon, clause: str) -> str:
