@@ -28,6 +28,11 @@ _UNSEEN = re.compile(
 _ONE_TO_MORE = re.compile(
     r"\s+from\s+(?:-?np|c|concurrency|bs|batch(?: size)?)\s?[=:]?\s?1\s+to\s", re.I
 )  # ('drops from np=1 to np=2')
+_REMOVING = re.compile(
+    r"\s*(?:removing|disabling|turning off|switching off|dropping)\s+(?:the\s+)?(?:spec\w*"
+    r"(?:\s+decoding)?|mtp|eagle\S*|the draft\w*|draft\w*|drafting|sd)(?![\w-])",
+    re.I,
+)
 _ENABLING = re.compile(
     r"(?<![\w-])(?:enabl(?:e|ed|es|ing)|turn(?:ed|ing|s)? on|switch(?:ed|ing)? on)\s", re.I
 )
@@ -163,4 +168,22 @@ def falls_with_load(lex: Lexicon, clause: str) -> bool:
     return named is not None
 
 
-__all__ = ["against_off", "dismissed", "falls_with_load", "slowdown_of", "speed_of"]
+def turned_off_first(lex: Lexicon, clause: str) -> bool:
+    """Speculation turned off is what the clause calls faster: the clause opens with its
+    absence ('Removing speculative decoding restores normal speed', 'Without MTP the
+    throughput is higher'), no versus before it and speculation not named again after it
+    (not 'Compared to no-spec MTP is faster')."""
+    off = _REMOVING.match(clause) or lex.words["reference"].match(clause)
+    if off is None:
+        return False
+    return lex.subject.search(clause, off.end()) is None
+
+
+__all__ = [
+    "against_off",
+    "dismissed",
+    "falls_with_load",
+    "slowdown_of",
+    "speed_of",
+    "turned_off_first",
+]

@@ -11,8 +11,9 @@ one') is kept with the claim it conditions. Only what blames speculation is kept
 ``stated_acceptance``); a positive claim is read (``read_claims``) and kept nowhere.
 
 Every pattern is a flat alternation of words (no nested quantifier): a line of any length is
-read in linear time. The reader sees only the lines the line parser is fed (it adds no
-literal): a server log's lines stay where the bulk reader puts them.
+read in linear time. The reader sees the lines the line parser is fed (its own literals are
+words in Chinese no server log prints): a server log's lines stay where the bulk reader
+puts them. A sentence wrapped over lines is read across the break (``ClaimWatch``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from specscope.logs.claim_speed import (
     falls_with_load,
     slowdown_of,
     speed_of,
+    turned_off_first,
 )
 from specscope.logs.claim_words import Claim, Lexicon, lexicon
 from specscope.logs.clean import clean_line
@@ -211,6 +213,8 @@ def read_sentence(
         if lex.has("cause", clause):
             continue  # ('MTP speed decreased with merge of the latest version': not its own)
         said = speed_of(lex, clause)
+        if said == "faster" and turned_off_first(lex, clause):
+            said = "slower"  # ('Removing speculative decoding restores normal speed')
         if said is None and zh_named and _slower_zh(lex, clause):
             said = (
                 "slower"  # ('使用投机采样的耗时..., 并没有加速效果': the subject a clause before)
