@@ -89,7 +89,8 @@ def _part(days: list[tuple[int, int]], first: int) -> pl.DataFrame:
     return pl.DataFrame({"line": range(first, first + len(ts)), "ts": ts})
 
 
-def test_big_cuts_go_out_at_once_and_small_ones_wait_for_their_day():
+def test_big_cuts_go_out_at_once_and_small_ones_wait_for_their_day(monkeypatch):
+    monkeypatch.setattr(days, "GATHER_ROWS", 2_000)
     folders = days.Folders("spec_decode", "src", dated=True)
     # A part over two days: its big cut is a group now, its small one waits.
     out = folders.add(_part([(1, days.GROUP_ROWS), (2, 10)], 1))

@@ -7,9 +7,10 @@
   (up to ``GATHER_ROWS`` held, then every day's go out, a group a day; a cut of
   ``GROUP_ROWS`` or more is a group at once): a fleet's part is a server's run over ten
   days, and a group a cut made 41-row groups, a footer of 259 KB for a file of 4,400 rows
-  that every reader opens. Held rows are memory an ingest did not hold before, so few
-  are held: with 65,536 a 100 MB generated log's ingest (parts of ~5,000 rows, 24 days)
-  peaked 20-30 MB higher; with these, 0-10 MB (its runs spread over 10 MB).
+  that every reader opens. Held rows are memory an ingest did not hold before, so only
+  small cuts wait: with every cut held a 100 MB generated log's ingest (parts of ~5,000
+  rows over 24 days, cut at each day's end into pieces of thousands) peaked 15-20 MB
+  higher; holding cuts under ``GROUP_ROWS`` it holds none.
 
 A file holds one day, whatever its rows: hive readers take the day from the folder, and
 polars' hive glob fails on a table whose files are not all at one depth (a source's thin
@@ -25,7 +26,7 @@ import polars as pl
 
 from specscope.store.layout import NO_DAY, partition
 
-GATHER_ROWS = 4_096  # rows of cuts held before they go out, a group a day
+GATHER_ROWS = 65_536  # rows of cuts held before they go out, a group a day
 GROUP_ROWS = 1_024  # a cut of this many rows is a group of its own, not held
 
 Group = tuple[str, list[pl.DataFrame]]  # a folder and the frames of one row group, in order
