@@ -28,6 +28,14 @@ _UNSEEN = re.compile(
 _ONE_TO_MORE = re.compile(
     r"\s+from\s+(?:-?np|c|concurrency|bs|batch(?: size)?)\s?[=:]?\s?1\s+to\s", re.I
 )  # ('drops from np=1 to np=2')
+# Speculation named just before a verb of losing used alone ('MTP loses at every chain
+# length', 'EAGLE-3 regresses on every prompt'): slower, no measure needed.
+_LOSES = regex.compile(
+    r"(?<=(?:spec\w*|decoding|mtp|eagle\S*|draft\w*|drafting|dflash|n-?gram|medusa)\s+)"
+    r"(?:loses|lost|regresses|regressed|underperforms|underperformed)"
+    r"(?=\s+(?:at|on|in|across|for|everywhere|here|badly|consistently|again)\b|\s*[,.;:]|\s*$)",
+    regex.I,
+)
 _REMOVING = re.compile(
     r"\s*(?:removing|disabling|turning off|switching off|dropping)\s+(?:the\s+)?(?:spec\w*"
     r"(?:\s+decoding)?|mtp|eagle\S*|the draft\w*|draft\w*|drafting|sd)(?![\w-])",
@@ -89,7 +97,7 @@ def speed_of(lex: Lexicon, clause: str) -> str | None:
     rate, time = lex.find("speed", clause), lex.find("time", clause)
     measured = rate is not None or time is not None
     m = lex.find("slower", clause)
-    bad = lex.find("worse", clause) if measured else None
+    bad = lex.find("worse", clause) if measured else _LOSES.search(clause)
     good = lex.find("faster", clause)
     down, up = lex.find("lower", clause), lex.find("higher", clause)
     if rate is None and time is None:
@@ -139,6 +147,7 @@ def slowdown_of(lex: Lexicon, clause: str) -> float | None:
         words = m[0].lower()
         up = any(w in words for w in ("slow", "regress", "longer", "latency", "more time", "worse"))
         rated = lex.has("speed", clause) or _DECODE.search(clause) is not None
+        rated = rated or lex.has("worse", clause)  # ('the regression measured at -79.9%')
         if 0 < share < 1 and not (timed and not up) and (m[3] is None or (rated and not timed)):
             return round(1 / (1 + share), 4) if timed else round(1 - share, 4)
     m = lex.find("share_of", clause)
