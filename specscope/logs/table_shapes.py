@@ -71,6 +71,28 @@ def switched(rows: list[tuple[int, list[str]]], spec_key: regex.Pattern[str]) ->
     return found
 
 
+# A draft depth a configuration's name gives ('DFlash `k=7`', 'MTP n_max=4').
+_NAMED_DEPTH = regex.compile(
+    r"(?<![\w-])(?:k|depth|n[_-]?max|draft[_-]?max|num[_-]?spec\w*)\s*[=:]\s*(\d{1,2})(?!\d)",
+    regex.I,
+)
+
+
+def named_depths(labels: list[str]) -> dict[str, int]:
+    """The draft depth each speculative configuration names, when the names differ in that
+    alone ('DFlash k=1' / 'DFlash k=7': one method swept); {} otherwise ('EAGLE k=3' beside
+    'MTP k=1' compares methods, not depths)."""
+    found: dict[str, int] = {}
+    rests: set[str] = set()
+    for label in labels:
+        m = _NAMED_DEPTH.search(label)
+        if m is None or int(m.group(1)) == 0:
+            return {}
+        found[label] = int(m.group(1))
+        rests.add(" ".join((label[: m.start()] + label[m.end() :]).lower().split()))
+    return found if len(rests) == 1 and len(set(found.values())) > 1 else {}
+
+
 def cells_of(line: str) -> list[str]:
     """A piped table line's cells, as the author meant them (``clean_cell``)."""
     body = line.strip().lstrip(">").strip()
@@ -361,6 +383,7 @@ __all__ = [
     "clean_cell",
     "is_caption",
     "key_of",
+    "named_depths",
     "process_rates",
     "rate_of",
     "ratio_of",

@@ -25,6 +25,7 @@ from specscope.logs.table_shapes import (
     cell_number,
     cells_of,
     key_of,
+    named_depths,
     process_rates,
     rate_of,
     ratio_of,
@@ -267,6 +268,8 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
             return reading
         unit = unit_of(header[metric[0]]) or unit_of(base[1])
         timed = bool(unit and time_key is not None and time_key.search(unit))
+        spec_rows = [x[at] for _, x in labelled if not base_row_of(x) and spec_key.search(x[at])]
+        depth_of = named_depths(spec_rows) if swept is None else {}
         for m in metric:
             for i, cells in labelled:
                 group = group_of(cells)
@@ -292,6 +295,9 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
                         }
                         | ({"group": " / ".join(group)} if group else {})
                         | ({"k": k} if k else {})
+                        # a depth the names give: k_too_large's sweep, but a slower row
+                        # stays a configuration no_speedup names (a depth column's does not)
+                        | ({"named_k": d} if (d := depth_of.get(cells[at])) else {})
                     )
     if not pairs:
         return reading

@@ -238,7 +238,11 @@ def _depths(ev: Evidence, told: pl.Series) -> list[Finding]:
     for row in ev.bench.filter(told).to_dicts():
         said = json.loads(row["extra"])
         measure = said.get("measure")
-        swept = [p for p in said.get("rows") or [] if p.get("k") and p.get("baseline")]
+        swept = [
+            p | {"k": p.get("k") or p.get("named_k")}
+            for p in said.get("rows") or []
+            if (p.get("k") or p.get("named_k")) and p.get("baseline")
+        ]
         if not measure or len({p["k"] for p in swept}) < 2:
             continue
         speed = {id(p): _ratio(measure, p["speculative"], p["baseline"]) for p in swept}
