@@ -34,6 +34,14 @@ _LINKED = re.compile(
     r"stayed|gets?|got|became|becomes|been|being|feels?|felt)(?![\w-])",
     re.I,
 )
+# What makes a share after the measure no level of acceptance: a change ('acceptance rate
+# 5% higher than EAGLE-2', 'is 4% better with topk 4'), or a share of nothing ('MTP
+# acceptance 0% (0/0)': no token drafted, colibri's footer with drafting off).
+_NOT_A_LEVEL = re.compile(
+    r"\s*(?:\(\s*0\s*/\s*0\s*\)|(?:points?\s+|pp\s+)?(?:higher|lower|better|worse|more|less|"
+    r"improvements?|increases?|gains?|drops?)(?![\w-]))",
+    re.I,
+)
 # The words between a measure of acceptance and its share ('acceptance rate was about ~1/11').
 _LINK = re.compile(r"(?:\s*(?:rate|length|of|at|was|is|around|about|only|just|roughly))*\s*", re.I)
 
@@ -85,7 +93,9 @@ def _percent(lex: Lexicon, clause: str) -> float | None:
             continue  # (tokens accepted: a count follows, not a share)
         link = _LINK.match(clause, acc.end())
         value = _SHARE.match(clause, link.end() if link else acc.end())
-        if value is not None and not negated(lex, clause, acc.start()):
+        if value is None or _NOT_A_LEVEL.match(clause, value.end()):
+            continue
+        if not negated(lex, clause, acc.start()):
             return round(float(value[1]) / 100, 12)
     return None
 

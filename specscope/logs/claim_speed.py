@@ -135,14 +135,23 @@ def slowdown_of(lex: Lexicon, clause: str) -> float | None:
     time that falls ('latency dropped by 30%', '3x lower TPOT') is no slowdown, nor a signed
     share without a rate beside it; none denied."""
     timed = lex.has("time", clause) and not lex.has("speed", clause)
+    # (none set against something else: 'MTP is 20% slower on GB10 than on the M5 Max')
     m = lex.find("times_slower", clause)
-    if m is not None and not negated(lex, clause, m.start()):
+    if (
+        m is not None
+        and not negated(lex, clause, m.start())
+        and not _other_method(lex, clause, m.end())
+    ):
         ratio = float(m[1])
         falls = any(w in m[0].lower() for w in (" lower", " less"))
         if ratio > 1 and not (timed and falls):
             return round(1 / ratio, 4)
     m = lex.find("percent_slower", clause)
-    if m is not None and not negated(lex, clause, m.start()):
+    if (
+        m is not None
+        and not negated(lex, clause, m.start())
+        and not _other_method(lex, clause, m.end())
+    ):
         share = float(next(g for g in m.groups() if g)) / 100
         words = m[0].lower()
         up = any(w in words for w in ("slow", "regress", "longer", "latency", "more time", "worse"))
