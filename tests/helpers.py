@@ -106,3 +106,31 @@ def counted(name, step):
 for name in ("sync_file", "sync_dir", "move"):
     setattr(durable, name, counted(name, getattr(durable, name)))
 """
+
+
+def spark_session(**conf: str) -> Any:
+    """A local Spark on one core and 127.0.0.1 for the fleet engines' tests (skips where
+    pyspark or a Java runtime is missing); ``conf``: more settings. Stop it when done."""
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("pyspark", reason="Spark not installed: pip install '.[fleet]'")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime (java on PATH)")
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[1]")
+        .appName("specscope-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import specscope
-from tests.test_launches import spec_line
-from tests.test_sibling_runs import _findings
+from tests.test_sibling_runs import _findings, _restarts
 
 WORLD = Path(__file__).resolve().parent.parent / "fixtures" / "world"
 
@@ -28,16 +27,6 @@ def test_the_backend_table_of_world_257_breaks_at_position_2(tmp_path: Path) -> 
     assert cliff.confidence is not None and cliff.confidence.level == "suggestive"
     # The break is what its lower acceptance is: no second blame for the same side.
     assert "low_acceptance" not in _kinds(findings)
-
-
-def _restarts(*curves: list[float]) -> str:
-    lines = []
-    for n, rates in enumerate(curves):
-        lines += [
-            spec_line(len(rates), 100 * n + 10 * i, rates=rates, drafts=400, pid=4000 + n)
-            for i in range(6)
-        ]
-    return "\n".join(lines) + "\n"
 
 
 def test_counted_sides_that_part_at_position_2_are_a_certain_cliff(tmp_path: Path) -> None:

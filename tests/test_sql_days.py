@@ -31,7 +31,7 @@ from specscope.queries.fleet import QUERIES, answer
 from specscope.store import writing
 from specscope.store.layout import NO_DAY
 from tests import s3_server
-from tests.helpers import FIXTURES, ROOT, SEEDS
+from tests.helpers import FIXTURES, ROOT, SEEDS, spark_session
 
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -210,23 +210,8 @@ def clickhouse_reads_a_day(
 
 @pytest.fixture(scope="module")
 def spark():
-    pytest.importorskip("pyspark", reason="Spark not installed: pip install '.[fleet]'")
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs a Java runtime (java on PATH)")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("specscope-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.adaptive.enabled", "false")  # the plan run is the plan shown
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    # (adaptive execution off: the plan run is the plan shown)
+    session = spark_session(**{"spark.sql.adaptive.enabled": "false"})
     yield session
     session.stop()
 

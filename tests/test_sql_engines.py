@@ -29,7 +29,7 @@ from specscope.queries.engines import script, table_files
 from specscope.queries.fleet import QUERIES, answer
 from specscope.store.layout import read_manifest
 from tests import s3_server
-from tests.helpers import FIXTURES, ROOT, SEEDS
+from tests.helpers import FIXTURES, ROOT, SEEDS, spark_session
 from tests.prom_servers import VllmExporter, serve_exporter
 
 ENGINE_LOGS = [
@@ -289,22 +289,7 @@ def test_duckdb_over_s3_where_it_can(fleet, s3):
 
 @pytest.fixture(scope="module")
 def spark():
-    pytest.importorskip("pyspark", reason="Spark not installed: pip install '.[fleet]'")
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs a Java runtime (java on PATH)")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("specscope-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = spark_session()
     yield session
     session.stop()
 
