@@ -88,19 +88,10 @@ def clickhouse_day(text: str, sql: str, repeat: int) -> dict[str, Any]:
 
 
 def spark_day(text: str, sql: str, repeat: int) -> dict[str, Any]:
-    from pyspark.sql import SparkSession
+    from sql_engines import local_spark
 
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.adaptive.enabled", "false")  # the plan run is the plan read
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    # (adaptive execution off: the plan run is the plan read)
+    spark = local_spark(**{"spark.sql.adaptive.enabled": "false"})
     jvm = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
     tick = os.sysconf("SC_CLK_TCK")
 

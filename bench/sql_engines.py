@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -61,20 +62,28 @@ def clickhouse_run(text: str) -> tuple[dict[str, pl.DataFrame], float]:
     return out, time.perf_counter() - t
 
 
-def spark_run(text: str) -> tuple[dict[str, pl.DataFrame], float]:
+def local_spark(**conf: str) -> Any:
+    """A Spark on one core and 127.0.0.1, quiet; ``conf``: more settings."""
     from pyspark.sql import SparkSession
 
-    t = time.perf_counter()
-    spark = (
+    builder = (
         SparkSession.builder.master("local[1]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_run(text: str) -> tuple[dict[str, pl.DataFrame], float]:
+    t = time.perf_counter()
+    spark = local_spark()
     print(json.dumps({"spark_start_s": round(time.perf_counter() - t, 1)}), file=sys.stderr)
     exec(compile(text, "fleet.py", "exec"), {})
     t = time.perf_counter()
