@@ -76,3 +76,18 @@ def test_a_low_rate_pasted_alone_is_low_for_an_unnamed_drafter(tmp_path: Path) -
     found = _kinds(tmp_path, "Avg Draft acceptance rate: 12.0%")
     assert found.get("low_acceptance") == "suggestive"
     assert "zero_acceptance" not in found
+
+
+def test_a_rate_stated_in_prose_is_what_the_finding_measured(tmp_path: Path) -> None:
+    """A zero stated by its author has no counts: the finding says the rate it stands on,
+    not an empty 'measured:' (the counts it does not have are left out, not shown as None)."""
+    from specscope.cli.render import finding_text
+
+    findings = findings_of_paste(
+        tmp_path, "acceptance rate 0% with the int4 model, Mean acceptance length: 1.00\n"
+    )
+    zero = next(f for f in findings if f.kind == "zero_acceptance")
+    assert zero.measured["acceptance_rate"] == 0.0
+    text = finding_text(zero)
+    assert "  measured: acceptance_rate 0.000" in text.splitlines(), text
+    assert "None" not in text

@@ -270,11 +270,9 @@ def finding_text(f: Finding) -> str:
         if f.window[1] is not None and f.window[1] != f.window[0]:
             when += f" -> {f.window[1]:%H:%M:%S}"
     lines = [f"{str(f.severity).upper():8} {f.kind}  run {f.run_id or '-'}  {where}{when}"]
-    if f.measured:
-        lines.append(
-            "  measured: "
-            + ", ".join(f"{k} {_fmt(v)}" for k, v in f.measured.items() if v is not None)
-        )
+    measured = ", ".join(f"{k} {_fmt(v)}" for k, v in f.measured.items() if v is not None)
+    if measured:
+        lines.append(f"  measured: {measured}")
     if f.expected:
         lines.append("  expected: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.expected.items()))
     if f.sample:

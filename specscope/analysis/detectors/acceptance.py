@@ -85,7 +85,9 @@ def _zero_of(
         explanation=engine_said(engine, explanation),
         next_step=step,
         measured={
-            "acceptance_rate": agg.get("acceptance_rate", trials.rate),
+            "acceptance_rate": (
+                trials.rate if agg.get("acceptance_rate") is None else agg["acceptance_rate"]
+            ),
             "accepted_tokens": agg.get("accepted_tokens"),
             "draft_tokens": agg.get("draft_tokens"),
             "mean_acceptance_length": agg.get("mean_acceptance_length"),
