@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import specscope
+
 from .helpers import findings_of_paste
 
 SEED_003 = (
@@ -55,7 +57,6 @@ def test_a_zero_line_pasted_alone_is_zero_acceptance(tmp_path: Path, line: str) 
     ],
 )
 def test_prose_quoting_one_value_is_no_record(tmp_path: Path, line: str) -> None:
-    import specscope
 
     log = tmp_path / "paste.log"
     log.write_text(line + "\n", encoding="utf-8")
@@ -91,3 +92,21 @@ def test_a_rate_stated_in_prose_is_what_the_finding_measured(tmp_path: Path) -> 
     text = finding_text(zero)
     assert "  measured: acceptance_rate 0.000" in text.splitlines(), text
     assert "None" not in text
+
+
+def test_reports_leave_out_a_measure_line_with_nothing_in_it(tmp_path: Path) -> None:
+    """The Markdown and HTML reports of a run whose only measure is unknown print no
+    'measured:' with nothing after it."""
+    from specscope.report.build import build_report
+    from specscope.report.html import render_html
+    from specscope.report.markdown import render_markdown
+
+    paste = tmp_path / "paste.log"
+    paste.write_text("Mean acceptance length: 1.00\n")
+    store = tmp_path / "store"
+    specscope.ingest([paste], store=store, year=2026)
+    report = build_report(specscope.open_store(store), with_charts=False)
+    markdown = render_markdown(report, tmp_path / "report.md")
+    assert "zero\\_acceptance" in markdown
+    assert "- measured: \n" not in markdown
+    assert "<p>measured: </p>" not in render_html(report)

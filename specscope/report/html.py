@@ -94,7 +94,7 @@ def render_html(report: Report) -> str:
             f'<section class="finding {e(f["severity"])}"><h3>{e(f["severity"])}: '
             f"{e(f['kind'])} <small>run {e(str(f['run_id']))}</small></h3>"
             f"<p>{e(f['explanation'])}</p><p><b>Next:</b> {e(f['next_step'])}</p>"
-            f"<p>measured: {e(numbers)}</p>"
+            + (f"<p>measured: {e(numbers)}</p>" if numbers else "")
             + (
                 f"<p><b>Confidence:</b> {e(f['confidence']['phrase'])}</p>"
                 if f.get("confidence")

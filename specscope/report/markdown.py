@@ -152,7 +152,9 @@ def markdown_and_charts(
         numbers = ", ".join(f"{md(k)} {md(v)}" for k, v in f["measured"].items() if v is not None)
         expected = ", ".join(f"{md(k)} {md(v)}" for k, v in f["expected"].items())
         evidence = ", ".join(f"{md(k)} {md(v)}" for k, v in f["sample"].items())
-        body = [f"- where: {where}", f"- measured: {numbers}"]
+        body = [f"- where: {where}"]
+        if numbers:  # a rate stated in prose may carry no measure of its own
+            body.append(f"- measured: {numbers}")
         if expected:
             body.append(f"- expected: {expected}")
         if evidence:
