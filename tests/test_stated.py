@@ -255,6 +255,39 @@ def test_one_drafters_depths_are_compared_at_the_same_load_only(tmp_path) -> Non
     assert (k.measured["k"], k.lines) == (4, (4, 4)) and "conc 1" in k.explanation
 
 
+# The time of a token as the speed of a sweep without a rate of tokens (world 338's columns:
+# 'TTFT | TPOT | Accept', milliseconds glued to the cells), the longer the slower.
+_TIMED = "| Method | K | TTFT | {head} | Accept |\n|---|---|---|---|---|\n" + "".join(
+    f"| EAGLE3 | {k} | {ttft}ms | {tpot}{{unit}} | {acc}% |\n"
+    for k, ttft, tpot, acc in [(3, 38, 2.91, 53.5), (5, 41, 3.20, 38.5), (8, 44, 3.86, 25.7)]
+)
+
+
+def test_a_deeper_draft_with_a_clearly_longer_time_a_token_is_k_too_large(tmp_path) -> None:
+    (k,) = [
+        f
+        for f in _findings(tmp_path, _TIMED.format(head="TPOT", unit="ms"))
+        if f.kind == "k_too_large"
+    ]
+    assert (k.expected["k at most"], k.measured["k"]) == (3, 8)
+    assert k.measured["share of the best k's speed"] == pytest.approx(2.91 / 3.86)
+    assert "3.86 ms" in k.explanation and k.lines == (5, 5)
+
+
+@pytest.mark.parametrize(
+    ("head", "unit"),
+    [
+        ("TTFT (ms)", "ms"),  # a time to the first token is no decode speed
+        ("TPOT", ""),  # no milliseconds anywhere: which unit, which way?
+        ("TPOT", "s"),
+    ],
+)
+def test_times_that_are_no_time_a_token_in_ms_give_no_sweep(tmp_path, head, unit) -> None:
+    text = _TIMED.format(head=head, unit=unit).replace("| TTFT |", "| first |")
+    rows = parse_text(text).tables.get("bench") or []
+    assert [r for r in rows if "sweep" in (r.get("extra") or "")] == []
+
+
 def test_the_authors_word_alone_is_a_suggestive_slowdown_without_numbers(tmp_path) -> None:
     said = "Note: speculative decoding was slower than plain decoding for every k we tried.\n"
     (slow,) = _slow(_findings(tmp_path / "a", said))

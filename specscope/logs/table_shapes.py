@@ -487,6 +487,18 @@ def sweep_alone(
     return [p for ps in groups.values() if len({p["k"] for p in ps}) >= 2 for p in ps]
 
 
+# Milliseconds named in a header ('TPOT (ms)', 'ITL ms').
+_MS = regex.compile(r"(?<![\w/])ms(?![\w/])", regex.I)
+
+
+def in_ms(head: str, cells: list[str]) -> bool:
+    """A column of times in milliseconds: 'ms' in its header, or after every cell's number
+    ('2.91ms'); a time without its unit could be seconds (or a rate) and is not read."""
+    if _MS.search(head):
+        return True
+    return bool(cells) and all((n := cell_number(c)) is not None and n[1] == "ms" for c in cells)
+
+
 # A column named by a process of generation and no unit ('| config | prefill | decode |'),
 # beside one of the prompt's processing: both are speeds, as engines print them ('prefill:
 # 771 t/s, decode: 19 t/s'), when the prompt's is the faster (many tokens a forward); a table
@@ -523,6 +535,7 @@ __all__ = [
     "cell_number",
     "cells_of",
     "clean_cell",
+    "in_ms",
     "is_caption",
     "key_of",
     "named_depths",

@@ -24,6 +24,7 @@ from specscope.logs.table_shapes import (
     caption_unit,
     cell_number,
     cells_of,
+    in_ms,
     key_of,
     named_depths,
     process_rates,
@@ -242,7 +243,8 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         bases = [(i, cells) for i, cells in labelled if base_row_of(cells)]
         groups = [group_of(cells) for _, cells in bases]
         if not bases and swept is not None:  # depths of one drafter side by side, no 'off'
-            return _swept_alone(text, header, labelled, swept, rate_key, column_skip)
+            token_time = key_of(defn, "token_time")
+            return _swept_alone(text, header, labelled, swept, (rate_key, token_time), column_skip)
         if not bases or len(set(groups)) != len(groups):
             return reading
         base_of = {group_of(cells): cells for _, cells in bases}
@@ -344,30 +346,40 @@ def _swept_alone(
     header: list[str],
     rows: list[tuple[int, list[str]]],
     depth: int,
-    rate_key: regex.Pattern[str] | None,
+    keys: tuple[regex.Pattern[str] | None, regex.Pattern[str] | None],
     skip: regex.Pattern[str] | None,
 ) -> Reading:
     """A sweep of the draft depth without a row of no drafting (``table_shapes.
     sweep_alone``): its pairs of k and speed, no baseline; the row quoted is the slowest
-    against the fastest of its configuration."""
+    against the fastest of its configuration. The speed is a rate of tokens, or else the
+    time of a token (``token_time``: 'TPOT' in milliseconds), the longer the slower."""
     reading = Reading()
+    rate_key, token_time = keys
 
     def rated(head: str) -> bool:
         return bool(rate_key and rate_key.search(head)) and not _said(skip, head)
 
-    pairs = sweep_alone(header, rows, depth, _depth, rated)
+    def timed(head: str) -> bool:
+        return _said(token_time, head) and not _said(skip, head)
+
+    pairs, unit = sweep_alone(header, rows, depth, _depth, rated), None
+    if pairs and rate_key is not None and (m := rate_key.search(pairs[0]["column"])):
+        unit = m.group(0)
+    elif not pairs and (pairs := sweep_alone(header, rows, depth, _depth, timed)):
+        col = header.index(pairs[0]["column"])
+        if not in_ms(header[col], [dict(rows)[p["offset"]][col] for p in pairs]):
+            return reading
+        unit, reading.values["stated_what"] = "ms", header[col]
     if not pairs:
         return reading
-    fastest = {
-        p.get("group"): max(q["speculative"] for q in pairs if q.get("group") == p.get("group"))
-        for p in pairs
-    }
-    decide = min(pairs, key=lambda p: p["speculative"] / fastest[p.get("group")])
-    unit = rate_key.search(decide["column"]) if rate_key is not None else None
-    reading.values = {
+    slower = (lambda p: p["speculative"]) if unit == "ms" else (lambda p: 1 / p["speculative"])
+    groups = {p.get("group") for p in pairs}
+    fastest = {g: min(slower(q) for q in pairs if q.get("group") == g) for g in groups}
+    decide = max(pairs, key=lambda p: slower(p) / fastest[p.get("group")])
+    reading.values |= {
         "stated": _quote(text, decide["offset"]),
         "stated_offset": decide["offset"],
-        "stated_unit": unit.group(0) if unit is not None else None,
+        "stated_unit": unit,
         "stated_rows": pairs,
     }
     return reading

@@ -286,10 +286,11 @@ def _deeper(
     share = speed[id(worst)] / speed[id(best)]
     if alone:
         who = f"{worst['group']}'s" if worst.get("group") else "the author's"
+        a_token = " a token" if measure == "mean_tpot_ms" else ""
         measured = (
             f"In {who} depths side by side, k = {best['k']} is the fastest "
-            f"({best['speculative']:g}{unit}) and k = {worst['k']} runs at "
-            f"{worst['speculative']:g}{unit} ({share:.0%} of its speed)"
+            f"({best['speculative']:g}{unit}{a_token}) and k = {worst['k']} runs at "
+            f"{worst['speculative']:g}{unit}{a_token} ({share:.0%} of its speed)"
         )
         test = f"k = {best['k']} {best['speculative']:g}{unit}, k = {worst['k']} {share:.0%} of it"
         speedup = share
