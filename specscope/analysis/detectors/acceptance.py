@@ -27,7 +27,7 @@ from specscope.analysis.evidence import (
 )
 from specscope.analysis.findings import Finding, Severity
 from specscope.stats import coverage, drafts_to_tell, wilson
-from specscope.vocabulary import QUANTIZED
+from specscope.vocabulary import DRAFTER_KINDS, QUANTIZED
 
 # Judges a run's (or one engine's) sums: the finding, or None.
 Judge = Callable[[Evidence, str, Mapping[str, Any], "int | None"], "Finding | None"]
@@ -259,12 +259,12 @@ def _family(name: str) -> str:
 def low(ev: Evidence) -> list[Finding]:
     """The first draft position is accepted far less than the method reaches: the upper
     bound of a_1 is below ``fraction_of_reference`` of the reference (``reference.toml``,
-    by method and model). With the method not stated, a learned drafter is assumed (MTP,
-    EAGLE, a draft model and DFlash all reach ``unknown_method_a1`` or so), and the finding
-    says so; n-gram and suffix lookups are judged only when named (their scale is lower).
-    A data-parallel run whose sum says nothing is judged engine by engine too. A run whose
-    author calls acceptance low in words, with no number at all, is judged on that word
-    (``acceptance_words``)."""
+    by method and model). With the method not stated, or named with no entry at the run's
+    k, a learned drafter is assumed (MTP, EAGLE, a draft model and DFlash all reach
+    ``unknown_method_a1`` or so), and the finding says so; n-gram and suffix lookups are
+    judged only when named (their scale is lower). A data-parallel run whose sum says
+    nothing is judged engine by engine too. A run whose author calls acceptance low in
+    words, with no number at all, is judged on that word (``acceptance_words``)."""
     return by_engine(ev, _low_of) + low_in_words(ev)
 
 
@@ -326,47 +326,23 @@ def _low_claim(
 ) -> tuple[BoundTest, str, float, str, list[str]] | None:
     """The low-acceptance claim that holds for a run, if any: its test, level, reference,
     the words that explain it, and what it assumes. The first position against the
-    method's a_1 (or, the method not stated, a learned drafter's); failing that, the mean
-    accepted tokens per draft (tau - 1) against a reference tau at about the run's k, which
-    is how block drafters (DFlash) are judged."""
+    method's a_1; failing that, the mean accepted tokens per draft (tau - 1) against a
+    reference tau at about the run's k, which is how block drafters (DFlash) are judged.
+    Where the method is not stated, or is a learned drafter the reference table has no
+    entry for at this k (DFlash at k = 8 on a model it does not list, Medusa, a method it
+    does not know), a learned drafter's floor, the assumption said: naming the method must
+    not leave a run unjudged that the same numbers unnamed would be judged on."""
     cfg = ev.config["low_acceptance"]
     fraction = cfg["fraction_of_reference"]
-    assumptions = list(trials.assumptions)
     a1 = _FirstPosition(agg, trials)
     if method is None:
-        ref = float(cfg["unknown_method_a1"])
-        assumptions.append(
-            "the method is not stated: a learned drafter (MTP, EAGLE, draft model, DFlash)"
+        return _learned_floor(
+            ev,
+            agg,
+            trials,
+            "the method is not stated: a learned drafter (MTP, EAGLE, draft model, DFlash)",
         )
-        test = BoundTest("upper bound of a1", a1.upper, fraction * ref)
-        level = strength(ev, test.holds)
-        said = (
-            f"The first draft position is accepted about {a1.point:.0%} of the time; learned "
-            f"drafters (MTP, EAGLE, draft models, DFlash) reach {ref:.0%} or so there."
-        )
-        if level and _low_at_any_k(ev, agg, trials, ref, float(cfg["unknown_method_decay"])):
-            return test, level, ref, said, assumptions
-        # No count of the first position: the accepted tokens per draft against what such
-        # a drafter's curve gives at this k (each position keeping ``unknown_method_decay``
-        # of the one before).
-        k = int(trials.k)
-        decay = float(cfg["unknown_method_decay"])
-        gain = sum(ref * decay**i for i in range(k))
-        test = BoundTest(
-            "upper bound of tau - 1",
-            partial(_gain_upper, trials),
-            fraction * gain,
-            percent=False,
-        )
-        level = strength(ev, test.holds)
-        said = (
-            f"Each draft has about {trials.rate * trials.k:.2f} tokens accepted (mean acceptance "
-            f"length {1 + trials.rate * trials.k:.2f}); a learned drafter at k={k} gives about "
-            f"{gain:.2f} (first position {ref:.0%}, each next keeping {decay:.0%})."
-        )
-        if level and not _low_at_any_k(ev, agg, trials, ref, decay):
-            return None
-        return (test, level, gain, said, assumptions) if level else None
+    assumptions = list(trials.assumptions)
     entry = _reference_for(ev.reference, method, run.get("model"), agg.get("k"))
     ref_a1 = _a1_of(entry) if entry else None
     if entry is not None and ref_a1 is not None:
@@ -382,7 +358,16 @@ def _low_claim(
     run_k = agg.get("k") or run.get("k")
     tau_entry = _reference_tau(ev.reference, method, run.get("model"), run_k)
     if tau_entry is None:
-        return None
+        if ref_a1 is not None or _is_lookup(method):
+            return None  # judged on the method's own a_1, or a lookup's own scale
+        k_said = f" at k={run_k}" if run_k else ""
+        return _learned_floor(
+            ev,
+            agg,
+            trials,
+            f"the reference table has no entry for {method}{k_said}: the floor of a learned "
+            "drafter (MTP, EAGLE, draft model, DFlash)",
+        )
     ref_gain = float(tau_entry["tau"]) - 1
     test = BoundTest(
         "upper bound of tau - 1", partial(_gain_upper, trials), fraction * ref_gain, percent=False
@@ -397,6 +382,57 @@ def _low_claim(
         f"Source: {tau_entry.get('source', 'reference table')}."
     )
     return test, level, ref_gain, said, assumptions
+
+
+def _is_lookup(method: str) -> bool:
+    """n-gram, suffix and other lookups copy from the context: no learned drafter's floor
+    applies to them (their acceptance depends on the workload, not the model)."""
+    if DRAFTER_KINDS.get(method) == "lookup":
+        return True
+    return any(word in method for word in ("ngram", "suffix", "lookup", "lookahead"))
+
+
+def _learned_floor(
+    ev: Evidence, agg: Mapping[str, Any], trials: Trials, why: str
+) -> tuple[BoundTest, str, float, str, list[str]] | None:
+    """The claim against what learned drafters reach (MTP, EAGLE, draft models and DFlash
+    all reach ``unknown_method_a1`` or so at the first position), ``why`` said as its
+    assumption: the first position, or failing that the accepted tokens per draft against
+    such a drafter's curve at this k."""
+    cfg = ev.config["low_acceptance"]
+    fraction = cfg["fraction_of_reference"]
+    assumptions = [*trials.assumptions, why]
+    a1 = _FirstPosition(agg, trials)
+    ref = float(cfg["unknown_method_a1"])
+    decay = float(cfg["unknown_method_decay"])
+    test = BoundTest("upper bound of a1", a1.upper, fraction * ref)
+    level = strength(ev, test.holds)
+    said = (
+        f"The first draft position is accepted about {a1.point:.0%} of the time; learned "
+        f"drafters (MTP, EAGLE, draft models, DFlash) reach {ref:.0%} or so there."
+    )
+    if level and _low_at_any_k(ev, agg, trials, ref, decay):
+        return test, level, ref, said, assumptions
+    # No count of the first position: the accepted tokens per draft against what such
+    # a drafter's curve gives at this k (each position keeping ``unknown_method_decay``
+    # of the one before).
+    k = int(trials.k)
+    gain = sum(ref * decay**i for i in range(k))
+    test = BoundTest(
+        "upper bound of tau - 1",
+        partial(_gain_upper, trials),
+        fraction * gain,
+        percent=False,
+    )
+    level = strength(ev, test.holds)
+    said = (
+        f"Each draft has about {trials.rate * trials.k:.2f} tokens accepted (mean acceptance "
+        f"length {1 + trials.rate * trials.k:.2f}); a learned drafter at k={k} gives about "
+        f"{gain:.2f} (first position {ref:.0%}, each next keeping {decay:.0%})."
+    )
+    if level and not _low_at_any_k(ev, agg, trials, ref, decay):
+        return None
+    return (test, level, gain, said, assumptions) if level else None
 
 
 def _low_at_any_k(
