@@ -286,6 +286,7 @@ def stated_acceptance(row: Row) -> Row:
     rate = row.pop("stated_rate", None)
     percent = row.pop("stated_pct", None)
     length = row.pop("stated_length", None)
+    low = row.pop("stated_low", None)  # a range's other end ('0-2%'): kept, never judged on
     # '3.20 of 7 drafted tokens accepted per round': a mean of accepted tokens a draft and
     # the k it drafts, so a mean acceptance length (the bonus token added) and no counts
     per_draft, depth = row.pop("stated_per_draft", None), row.pop("stated_k", None)
@@ -301,7 +302,10 @@ def stated_acceptance(row: Row) -> Row:
     elif rate is not None:
         row["reported_rate"] = round(float(rate) / (100 if percent else 1), 12)
         row["partial"] = True
-    row["extra"] = json.dumps({"stated": quote}, ensure_ascii=False)
+    said: dict[str, Any] = {"stated": quote}
+    if low is not None and "reported_rate" in row:
+        said["range"] = [round(float(low) / (100 if percent else 1), 12), row["reported_rate"]]
+    row["extra"] = json.dumps(said, ensure_ascii=False)
     return row
 
 
