@@ -200,6 +200,29 @@ def test_a_deeper_draft_within_noise_is_no_finding(tmp_path) -> None:
     assert [f for f in found if f.kind == "k_too_large"] == []
 
 
+# TheTom/llama-cpp-turboquant #249: two builds' n-max sweeps side by side, a column each,
+# the baseline row '0 (no MTP)'. Each build's depths are its own sweep.
+_BUILDS = (
+    "| n-max | mainline decode | fork decode | mainline acc | fork acc |\n|---|---|---|---|---|\n"
+    "| 0 (no MTP) | 14.2 tok/s | ~14 tok/s | — | — |\n"
+    "| 1 | 16.7 (1.18x) | 18.5 (1.31x) | 82.7% | 88.6% |\n"
+    "| 2 | 38.3 (2.71x) | — | 79.8% | — |\n"
+    "| 3 | 44.1 (3.0x) | {fork3} | 78% | 77.6% |\n"
+)
+
+
+def test_two_builds_sweeps_are_each_judged_against_their_own_depths(tmp_path) -> None:
+    # mainline's k = 2 at 2.7x against the fork's k = 3 at 1.47x is no deeper draft slower
+    found = _findings(tmp_path / "a", _BUILDS.format(fork3="20.6 (1.45x)"))
+    assert [f.kind for f in found if f.kind in ("k_too_large", "no_speedup")] == []
+    (deep,) = [
+        f
+        for f in _findings(tmp_path / "b", _BUILDS.format(fork3="12.0 (0.86x)"))
+        if f.kind == "k_too_large"
+    ]
+    assert (deep.expected["k at most"], deep.measured["k"], deep.lines) == (1, 3, (6, 6))
+
+
 # fixtures/world/273's shape (vllm-project/recipes #839): one drafter at two depths beside
 # another drafter, no row without drafting, 'mean / median / max' named in the header.
 _ALONE = (

@@ -225,9 +225,10 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
             names = [x[0] for _, x in labelled]
             lead = [c for c in range(at) if c > 0 or len(set(names)) < len(names)]
         swept = None
-        if at is None and depths is not None:
+        if depths is not None and (at is None or depths.fullmatch(header[at])):
+            # (a depth column whose baseline row says so: '0 (no MTP)')
             swept = next((c for c, h in enumerate(header) if depths.fullmatch(h)), None)
-            at = swept
+            at = swept if swept is not None else at
             lead = list(range(at or 0))
 
         def group_of(cells: list[str]) -> tuple[str, ...]:
@@ -423,12 +424,13 @@ def _quote(text: str, offset: int) -> str:
 
 
 _PER = regex.compile(r"(?:/|\bper\s+)(user|request|req|gpu|card|device|stream|node|slot)s?\b")
-_DEPTH_OFF = regex.compile(r"0|off|none|-|\u2014|n/?a", regex.I)
+# (a remark after the depth is the author's: '0 (no MTP)', '4 (default)')
+_DEPTH_OFF = regex.compile(r"(?:0|off|none|-|\u2014|n/?a)(?:\s*\([^()]*\))?", regex.I)
 
 
 def _depth(cell: str) -> int | None:
     """A draft depth (k) a sweep's row names: a whole number from 1 ('**1**', 'd2')."""
-    m = regex.fullmatch(r"(?:d|k\s*=?\s*)?(\d{1,2})", cell.strip(), regex.I)
+    m = regex.fullmatch(r"(?:d|k\s*=?\s*)?(\d{1,2})(?:\s*\([^()]*\))?", cell.strip(), regex.I)
     return int(m.group(1)) or None if m is not None else None
 
 

@@ -247,9 +247,11 @@ def _depths(ev: Evidence, told: pl.Series) -> list[Finding]:
         ]
         if not measure:
             continue
+        # Each configuration's depths in each condition (a column: 'mainline decode' beside
+        # 'fork decode') on their own: two builds' speeds are no sweep of one.
         groups: dict[Any, list[dict[str, Any]]] = {}
         for p in swept:
-            groups.setdefault(p.get("group") if alone else None, []).append(p)
+            groups.setdefault((p.get("group"), p.get("column")), []).append(p)
         for ps in groups.values():
             found = _deeper(ev, row, said, ps, measure, alone)
             if found is not None:
