@@ -15,6 +15,7 @@ import polars as pl
 from specscope.acceptance import weighted_acceptance
 from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.analysis.printed_sample import bench_steps, implied_k
 from specscope.analysis.requests import request_rows
 from specscope.analysis.siblings import Side, side_rows
 from specscope.analysis.stated_rates import STATED_RATE_FORMATS, with_stated_rates
@@ -487,6 +488,13 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
         f"counts not printed: each of the {records} lines taken as "
         f"{cfg['steps_per_printed_mean']} verify steps"
     ]
+    generated = bench_steps(ev.bench, run_id, tau)
+    if generated is not None:
+        steps, said = generated[0], [generated[1]]
+    printed = implied_k(agg) if not k else None
+    if printed is not None:
+        k = printed[0]
+        said.append(printed[1])
     if not k:
         k = cfg["assumed_k"]
         least = math.ceil(tau - 1 - 1e-9)

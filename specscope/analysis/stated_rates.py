@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from specscope.analysis.printed_sample import printed_k
+
 # The formats whose ``reported_rate`` is a share of draft tokens an author states, in prose,
 # as a bullet of its own, under a heading or in a table's cell without counts (SGLang's
 # changed meaning between releases and comes with a mean length that is judged instead).
@@ -23,6 +25,20 @@ CLIFF_WORDS = r'"claim":\s*"cliff"'  # its `extra` when the words say a later po
 
 
 def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
+    """``_with_stated`` (below), and for runs without draft counts the k their printed mean
+    length and rate imply (``printed_k``, ``printed_k_said``: ``printed_sample``)."""
+    out = _with_stated(spec, per_run)
+    uncounted = out.filter(pl.col("draft_tokens").is_null())["run_id"].cast(pl.String)
+    implied = printed_k(spec, uncounted.to_list())
+    return out.join(
+        implied.with_columns(pl.col("run_id").cast(out.schema["run_id"])),
+        on="run_id",
+        how="left",
+        maintain_order="left",
+    )
+
+
+def _with_stated(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
     """``per_run`` with the rates of runs that have neither counts nor a mean length:
     ``stated_rate``, the mean of the rates their author stated in prose
     (``stated_acceptance``), and ``printed_rate``, the mean of the rates their lines print
