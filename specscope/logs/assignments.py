@@ -22,7 +22,8 @@ match of the pattern a record of its own. A group may name a field by its label 
 of its column (two spellings of one column: a list of fractions, a list of percentages);
 a list may be printed with '/' between its items. The ``falling`` key names list columns
 that cannot rise (per-position rates: a draft reaches position i+1 only through i); one
-that rises is a problem, not a value.
+that rises is a problem, not a value. ``record_line = "measure"`` puts the record on the
+line of its first measure (a table's row) instead of the block's first line (its header).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def read_assignments(defn: Definition, text: str, convert: Convert) -> Reading:
     by_column = {f.column: f for f in defn.fields.values()}
     falling = set(defn.keys.get("falling", "").split())
     item_label = _key(defn, "item_label")
+    # A record on the line of its measure, not of the block's first line: a table's row
+    # under the header that opens the block (send_one's, parsers/sglang_send_one.toml).
+    at_measure = defn.keys.get("record_line") == "measure"
     for offset, line in enumerate(text.splitlines()):
         measures = list(defn.pattern.finditer(line)) if defn.pattern is not None else []
         for i, measure in enumerate(measures):
@@ -62,6 +66,8 @@ def read_assignments(defn: Definition, text: str, convert: Convert) -> Reading:
             specs = {n: f for n in said if (f := defn.field_for(n) or by_column.get(n))}
             again = any(f.column in reading.values for f in specs.values())
             part = Reading(offset=offset) if i or again else reading
+            if part is reading and at_measure and not reading.values:
+                reading.offset = offset
             for name, raw in said.items():
                 if name.startswith(EXTRA_PREFIX):
                     part.extra[name[len(EXTRA_PREFIX) :]] = _number(raw)
