@@ -104,3 +104,46 @@ def test_the_rest_of_a_servers_record_is_not_read_as_prose(monkeypatch) -> None:
     assert read == [said.strip()]
     ((_, line, claim),) = _claims(HEAD + said)
     assert (line, claim["claim"]) == (2, "slower")
+
+
+# World 230 (SafeAILab/EAGLE #298) as an author who wraps at 80 pastes it: the break falls
+# before a name in capitals, the next word too long for the line.
+PARALLEL = (
+    "I found that eagle slows down extremely compared to the baseline if  the\n"
+    "NUM_PARALLEL is larger than one\n"
+    "Is it normal?\n"
+)
+CHAT = "We serve Qwen3 with an EAGLE3 drafter on two H100 GPUs for our internal chat traffic.\n"
+
+
+def test_a_capital_after_a_full_line_goes_on_its_sentence() -> None:
+    ((table, line, said),) = _claims(PARALLEL)
+    assert (table, line, said["claim"]) == ("bench", 1, "slower")
+    assert said["condition"] == "if the NUM_PARALLEL is larger than one"
+    # Under a line 85 wide: a capital that would have fit on the line before opens a
+    # sentence (the author ended the line), one that would not goes on it.
+    rest = "Lower than the baseline without it.\n"
+    fit = "With the draft model on my 4090 the decode throughput was\n"
+    assert _claims(CHAT + fit + rest) == []
+    full = "With the draft model on my 4090 GPU the decode throughput measured over the run was\n"
+    ((_, line, said),) = _claims(CHAT + full + rest)
+    assert (line, said["claim"]) == (2, "slower")
+
+
+def test_a_file_is_read_as_the_line_parser_reads_its_paste(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The bulk reader of a file passes over lines of no literal: a wrapped sentence's first
+    line (world 189's, wrapped at 80) and its rest are fed all the same."""
+    import specscope
+
+    text = (
+        "In a high-concurrency scenario (max-concurrency > 20) using suffix decoding, we\n"
+        "observed a degradation in performance. The output token throughput in the vLLM\n"
+        "benchmark_serving was lower compared to when speculative decoding was not\n"
+        "enabled.\n"
+    )
+    ((_, line, said),) = _claims(text)
+    path = tmp_path / "paste.log"
+    path.write_text(text)
+    specscope.ingest([path], store=tmp_path / "store", year=2026)
+    (row,) = specscope.open_store(tmp_path / "store").table("bench").collect().to_dicts()
+    assert (row["line"], json.loads(row["extra"])) == (line, said)

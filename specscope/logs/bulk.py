@@ -28,7 +28,7 @@ import polars as pl
 
 from specscope.logs import bulk_polars, core
 from specscope.logs.blocks import BLOCK_LINES, Blank, pieces
-from specscope.logs.bulkplan import ENVELOPE, RECORD, REST, BulkGrammar, Prepared, plan_for
+from specscope.logs.bulkplan import ENVELOPE, QUIET, RECORD, REST, BulkGrammar, Prepared, plan_for
 from specscope.logs.grammar import Grammar
 from specscope.logs.limits import LongLines, max_line_bytes, refresh
 from specscope.logs.parser import LineParser, noted, parse_lines
@@ -180,8 +180,14 @@ class _BulkReader:
         kind, records = p.kind, p.records
         start = 0
         for j, line_text in zip(p.slow.tolist(), p.slow_texts, strict=True):
-            if start < j:
-                walk.stretch(start, j)
+            # A line of nothing the parser looks for just before one it reads is fed as
+            # the line parser feeds it: an author's sentence may start there, wrapped onto
+            # the line with its words (ClaimWatch.before).
+            before = j - 1 if start < j and kind[j - 1] == QUIET else j
+            if start < before:
+                walk.stretch(start, before)
+            if before < j:
+                walk.feed(before, walk.text[before])
             walk.feed(j, line_text)
             start = j + 1
             # As ``_feed_one``: a record held after a glued or wrapped line ends at the next

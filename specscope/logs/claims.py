@@ -70,6 +70,7 @@ _WRAPPED = re.compile(r"[A-Za-z0-9,)(%*`_\-]\s*$")
 # bracket before one ('*slower*: the flag costs'); a capital opens a sentence as often.
 _GOES_ON = re.compile(r"\s*(?:[*_`(]{1,2})?[a-z0-9]")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
+_WRAP_LEAST = 40  # no terminal or editor wraps prose narrower
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 _ACCEPTANCE = ("zero", "rate", "length", "low", "cliff")  # kept as stated acceptance
 
@@ -357,6 +358,7 @@ class ClaimWatch:
     _fenced: bool = False
     before: tuple[int, str] | None = None  # the last line the parser skipped, as it was
     stated_spec: int = 0  # spec_decode rows that are an author's stated rates, not counts
+    widest: int = 0  # the longest prose line held so far: the width a wrap keeps under
 
     def __post_init__(self) -> None:
         defs = list(self.definitions)
@@ -426,6 +428,7 @@ class ClaimWatch:
         if _FENCE.match(text):
             self._fenced = not self._fenced
         elif len(text) <= MAX_LINE and not self.is_log(text):
+            self.widest = max(self.widest, len(text))
             self._held = (line, [text])
             if self._fenced:
                 self._flush()  # (a line in code is read alone, as it always was)
@@ -438,12 +441,24 @@ class ClaimWatch:
         held = self._held
         if held is None or line != held[0] + len(held[1]) or not _WRAPPED.search(held[1][-1]):
             return False
-        if not _GOES_ON.match(text) or "|" in text or self.is_log(text):
+        if not (_GOES_ON.match(text) or self._full(held[1][-1], text)):
+            return False
+        if "|" in text or self.is_log(text):
             return False
         if sum(len(t) for t in held[1]) + len(text) >= MAX_LINE:
             return False
         held[1].append(text.strip())
+        self.widest = max(self.widest, len(text))
         return True
+
+    def _full(self, last: str, text: str) -> bool:
+        """Was ``last`` cut where the next word did not fit? A wrap at a width leaves its
+        lines as long as the longest prose line seen, less at most a word: a next line that
+        opens with a capital ('NUM_PARALLEL is larger than one') goes on the sentence where
+        its first word would have made the line longer than that; where it would have fit,
+        the author ended the line."""
+        word = text.split(maxsplit=1)[0] if text.strip() else ""
+        return len(last) >= _WRAP_LEAST and len(last) + 1 + len(word) > self.widest
 
     def _flush(self) -> None:
         """Read the paragraph held: each line as before, then, where no line holds a claim
@@ -464,9 +479,10 @@ class ClaimWatch:
         joined = " ".join(texts)
         if read or len(texts) < 2 or not trigger.search(joined):
             return  # (a claim a line holds by itself is not read again across the break)
-        alone = [" ".join(_MARKUP.sub("", t).split()) for t in texts]
+        # A claim whose words a line holds but that the line alone did not give (its
+        # subject or its author on the line before) is the paragraph's, as it is unwrapped.
         for claim in read_claims(lex, joined):
-            if claim.blames and not any(claim.stated in t for t in alone):
+            if claim.blames:
                 self._place(_Pending(first, claim))
 
     def _advance(self, text: str) -> None:
@@ -538,6 +554,7 @@ class ClaimWatch:
             taken.setdefault(defn.table or "", set()).add(p.line)
             self.keep(defn, p.line, reading)
         self.found, self.waiting, self.taken, self.numbers, self.stated_spec = [], [], {}, False, 0
+        self.widest = 0
         self._fenced = False
 
     def _record(self, claim: Claim) -> tuple[Definition | None, Reading | None]:

@@ -110,6 +110,7 @@ class LineParser:
             and not pastes.json.lines
             and not self._labelled.open
             and not self._labels.held
+            and not self._claims.holding  # (a sentence wrapped onto the next line)
         )
 
     def open_line(self) -> int | None:
