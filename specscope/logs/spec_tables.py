@@ -42,9 +42,10 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
     in ``extra``; rates that far apart are two setups (a before and an after), none."""
     if rate is None:
         return None
-    if (spread := _range_of(cells[rate])) is not None:
+    cell = _rate_cell(cells[rate])
+    if (spread := _range_of(cell)) is not None:
         return {"reported_rate": spread[1], "partial": True, "_range": list(spread)}
-    runs = [rate_of(_APPROX.sub("", part)) for part in _PROBES.split(cells[rate])]
+    runs = [rate_of(_APPROX.sub("", part)) for part in _PROBES.split(cell)]
     if any(r is None for r in runs) or len(runs) > _MAX_PROBES:
         return None
     rates = [float(r) for r in runs if r is not None]
@@ -59,6 +60,18 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
 
 
 _APPROX = regex.compile(r"^\s*[~≈]\s*")
+# What an author writes beside a rate in its cell: a remark in parentheses ('54.5% (mean
+# acceptance 3.72)', '~19-22% (mean accept len ~2.2/6)'). The rate is the value before it.
+# A spread over runs ('76.8% +/- 0.0%') is still no rate here: world 351's rows would then
+# be set against each other as siblings although they differ by prompt (code, extract,
+# story), which blames a healthy paste.
+_BESIDE = regex.compile(r"(?<=\S)\s*\([^()]*\)\s*$")
+
+
+def _rate_cell(cell: str) -> str:
+    return _BESIDE.sub("", cell.strip())
+
+
 _SHARE_HEAD = regex.compile(r"accept|acc", regex.I)
 _PROBES = regex.compile(r"\s+/\s+")
 # A range of runs ('80-91%', '0.31–0.33'): at its top, as two probes are at the higher.
@@ -212,7 +225,7 @@ def _spec_rows(
             continue  # no count of accepted out of drafted tokens
         reading = Reading(offset=i)
         values: dict[str, Any] = {"accepted_tokens": accepted, "draft_tokens": drafted}
-        if rate is not None and (r := rate_of(cells[rate])) is not None:
+        if rate is not None and (r := rate_of(_rate_cell(cells[rate]))) is not None:
             values["acceptance_rate"] = r
         if length is not None and (n := cell_number(cells[length])) is not None and n[0] >= 1:
             values["mean_acceptance_length"] = n[0]
