@@ -6,6 +6,7 @@ against ``Source.blocks``. And proof that an ingest uses it (no silent fallback)
 from __future__ import annotations
 
 import gzip
+import hashlib
 import random
 import sys
 from pathlib import Path
@@ -277,6 +278,46 @@ def test_the_core_reads_blocks_as_source_does(tmp_path: Path, size: int, form: s
         assert mine[2] == want[2] == ["the gzip stream is cut off: what came before was read"]
         return
     assert mine == want
+
+
+@pytest.mark.parametrize("form", ["gz", "members", "padded", "cut", "plain"])
+def test_the_core_hashes_a_gz_as_it_inflates_it(tmp_path: Path, form: str) -> None:
+    """A .gz's content is hashed by the reader that inflates it to read it (issue 17: one
+    inflate, not two): the digest and size ``Source.identify`` gives, lines over the
+    limit included (the digest is of the text, not of what the line cap lets through);
+    of a cut stream, the digest of the start it could read."""
+    rng = random.Random(7)
+    text = b"".join(
+        (b"y" * rng.choice([0, 50, 3000]) + b" %d\n" % i) for i in range(6000)
+    )  # several MB: many chunks, lines over the limit of 1000
+    path = tmp_path / "log"
+    compressed = gzip.compress(text, 1)
+    half = len(text) // 2
+    path.write_bytes(
+        {
+            "gz": compressed,
+            "members": gzip.compress(text[:half]) + gzip.compress(text[half:]),
+            "padded": compressed + b"\x00" * 700,
+            "cut": compressed[: len(compressed) * 2 // 3],
+            "plain": text,
+        }[form]
+    )
+    src = open_source(str(path))
+    assert src.head_sha256 == hashlib.sha256(text[:65536]).hexdigest()
+    if form != "plain":
+        assert src.content_sha256 == "" and src.content_size == 0  # not inflated at open
+    blocks = core.blocks(src, 1 << 20, LongLines(1000))
+    assert blocks is not None
+    read = sum(len(b) for b in blocks)
+    assert 0 < read <= len(text)
+    if form == "cut":
+        assert 0 < src.content_size < len(text)
+        assert src.content_sha256 == hashlib.sha256(text[: src.content_size]).hexdigest()
+        return
+    assert (src.content_sha256, src.content_size) == (hashlib.sha256(text).hexdigest(), len(text))
+    again = open_source(str(path))
+    again.identify()  # Python's inflate: the same
+    assert (again.content_sha256, again.content_size) == (src.content_sha256, src.content_size)
 
 
 def test_an_ingest_of_a_plain_log_uses_the_core(tmp_path: Path) -> None:

@@ -234,6 +234,14 @@ impl Reader {
     fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.inner.notes)
     }
+
+    /// A gzip stream's content, once all of it is read: (SHA-256 in hex, size); `None`
+    /// for a plain file or before the end.
+    fn content_digest(&self) -> Option<(String, u64)> {
+        let (digest, size) = self.inner.content_digest()?;
+        let hex = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Some((hex, size))
+    }
 }
 
 #[pymodule]

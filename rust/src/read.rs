@@ -3,12 +3,15 @@
 //! than the line limit comes as a bare `\n` and is noted by where that `\n` is in the
 //! output and how long it was; no more than the limit of a line is ever held. A gzip stream
 //! that inflates past what it is allowed is an error before the block that crosses it.
+//! A gzip stream's content is hashed (SHA-256) as it is inflated, so that what identifies
+//! it (`Source.content_sha256`) needs no second inflate.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 
 use flate2::bufread::GzDecoder;
 use memchr::{memchr, memchr_iter, memrchr};
+use sha2::{Digest, Sha256};
 
 const CHUNK: usize = 1 << 20;
 
@@ -120,6 +123,8 @@ pub struct BlockReader {
     chunk: Vec<u8>,
     pub long: Vec<(u64, u64)>,
     pub notes: Vec<String>,
+    hasher: Option<Sha256>, // a gzip stream's content, as inflated (before the line cap)
+    content: Option<([u8; 32], u64)>,
 }
 
 impl BlockReader {
@@ -134,7 +139,8 @@ impl BlockReader {
         let mut magic = [0u8; 2];
         let n = read_full(&mut file, &mut magic)?;
         let file = File::open(path)?;
-        let input = if n == 2 && magic == [0x1f, 0x8b] {
+        let gzip = n == 2 && magic == [0x1f, 0x8b];
+        let input = if gzip {
             Input::Gzip {
                 decoder: Some(Box::new(GzDecoder::new(BufReader::with_capacity(
                     CHUNK, file,
@@ -156,7 +162,15 @@ impl BlockReader {
             chunk: vec![0; CHUNK.min(block_bytes.max(1))],
             long: Vec::new(),
             notes: Vec::new(),
+            hasher: gzip.then(Sha256::new),
+            content: None,
         })
+    }
+
+    /// A gzip stream's content once it is all read: its SHA-256 and size, as
+    /// `Source.identify` gives them (`None` for a plain file, or before the end).
+    pub fn content_digest(&self) -> Option<([u8; 32], u64)> {
+        self.content
     }
 
     /// The next block (whole lines, but for the last), `None` at the end.
@@ -213,7 +227,13 @@ impl BlockReader {
                 n
             }
         };
+        if let Some(h) = self.hasher.as_mut() {
+            h.update(&self.chunk[..n]);
+        }
         if n == 0 {
+            if let (Some(h), Input::Gzip { produced, .. }) = (self.hasher.take(), &self.input) {
+                self.content = Some((h.finalize().into(), *produced));
+            }
             self.input = Input::Done;
         }
         self.cap.push(&mut self.pending, &self.chunk[..n]);

@@ -444,3 +444,45 @@ fn two_threads_never_part_a_record_from_its_rest() {
         assert_eq!(SCANNER.scan_parallel(&text, 2), one);
     }
 }
+
+/// A gzip stream's content is hashed as it is inflated: members one after another and the
+/// NUL padding after them give the digest of the text (SHA-256 of "abc" is FIPS 180-2's
+/// example), whatever the blocks; a plain file has none (Python hashes the file itself).
+#[test]
+fn a_gzip_streams_content_digest_is_of_its_text() {
+    use crate::read::BlockReader;
+    use flate2::{write::GzEncoder, Compression};
+    use std::io::Write;
+
+    let member = |text: &[u8]| {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+        gz.write_all(text).unwrap();
+        gz.finish().unwrap()
+    };
+    let dir = std::env::temp_dir().join(format!("specscope-core-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    let hex = |d: [u8; 32]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    for (name, bytes) in [
+        ("one.gz", member(b"abc")),
+        ("two.gz", [member(b"a"), member(b"bc"), vec![0; 9]].concat()),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let mut reader = BlockReader::open(path.to_str().unwrap(), 1, 1, 1 << 20, 1 << 20).unwrap();
+        assert_eq!(reader.content_digest(), None);
+        let mut text = Vec::new();
+        while let Some(block) = reader.next_block().unwrap() {
+            text.extend(block);
+        }
+        assert_eq!(text, b"abc");
+        let (digest, size) = reader.content_digest().unwrap();
+        assert_eq!((hex(digest).as_str(), size), (abc, 3));
+    }
+    let plain = dir.join("plain.log");
+    std::fs::write(&plain, b"abc\n").unwrap();
+    let mut reader = BlockReader::open(plain.to_str().unwrap(), 1, 1, 1 << 20, 1 << 20).unwrap();
+    while reader.next_block().unwrap().is_some() {}
+    assert_eq!(reader.content_digest(), None);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

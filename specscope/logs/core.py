@@ -264,7 +264,8 @@ def _read(reader: Any, source: Source, long: LongLines, allowed: int) -> Iterato
         try:
             block = reader.next_block()
         except ValueError as exc:
-            what, detail = exc.args[0]
+            # The core raises ``ValueError(("bomb", inflated))``: its args are the pair.
+            what, detail = exc.args if len(exc.args) == 2 else exc.args[0]
             if what == "bomb":
                 raise InputBinaryError(
                     f"a gzip stream of {size_text(source.size)} that inflates past "
@@ -276,6 +277,10 @@ def _read(reader: Any, source: Source, long: LongLines, allowed: int) -> Iterato
         long.unplaced.extend(reader.take_long())
         source.notes.extend(reader.take_notes())
         if block is None:
+            # A .gz's content, hashed as it was inflated: ingest needs no second inflate.
+            digest = reader.content_digest()
+            if digest is not None:
+                source.learn(*digest)
             return
         yield block
 

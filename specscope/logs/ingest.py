@@ -20,6 +20,7 @@ from specscope.errors import NoTelemetryError, SpecscopeError, UsageError
 from specscope.logs.assemble import Finished, finish, reconfigure
 from specscope.logs.bulk import parse_source
 from specscope.logs.grammar import Grammar, default_grammar
+from specscope.logs.known import known_as, same_text
 from specscope.logs.limits import max_line_bytes, size_text
 from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
@@ -336,25 +337,10 @@ def _ingest_one(
     try:
         src = open_source(path)
         absolute = path if path == "-" else str(Path(path).resolve())
-        same = next(
-            (
-                k
-                for k in known
-                if k["sha256"] == src.sha256
-                or (k.get("content_sha256") and k["content_sha256"] == src.content_sha256)
-            ),
-            None,
-        )
+        inflated = not src.content_sha256  # a .gz: its content is hashed as it is read
+        same, previous = known_as(src, known)
         if same is not None:
-            report = SourceReport(src.display, "unchanged", same["source_id"], same["lines"] or 0)
-            report.found = {
-                "spec_decode": same["spec_records"],
-                "engine_stats": same["stats_records"],
-                "runs": same["runs"],
-            }
-            report.notes.append(f"already in the store as {same['path']}; nothing added")
-            return report, None
-        previous = _grown_from(src, absolute, known)
+            return _unchanged(src, same), None
         source_id = previous["source_id"] if previous else new_source_id("log", src.sha256)
         stage = Stage(writer.stage_path())
         try:
@@ -362,10 +348,19 @@ def _ingest_one(
             if progress is not None:
 
                 def told(done: int) -> None:
-                    progress(src.display, done, src.content_size)
+                    progress(src.display, done, max(done, src.size_hint()))
 
+            result = parse_source(src, grammar, stage, bulk=bulk, progress=told)
+            if inflated:
+                if not src.content_sha256:  # read by Python, not by the core: hash it here
+                    src.identify()
+                # The same text as a stored source that ``known_as`` could not tell by its
+                # head (one stored without its size): what was staged is dropped.
+                same = same_text(src, known)
+                if same is not None:
+                    return _unchanged(src, same), None
             return _ingest_parsed(
-                src, grammar, stage, bulk, previous, source_id, absolute, writer, year, user, told
+                src, grammar, stage, result, previous, source_id, absolute, writer, year, user
             )
         finally:
             stage.close()
@@ -385,20 +380,29 @@ def _ingest_one(
         return SourceReport(path, "error", error=error), None
 
 
+def _unchanged(src: Source, same: dict[str, Any]) -> SourceReport:
+    report = SourceReport(src.display, "unchanged", same["source_id"], same["lines"] or 0)
+    report.found = {
+        "spec_decode": same["spec_records"],
+        "engine_stats": same["stats_records"],
+        "runs": same["runs"],
+    }
+    report.notes.append(f"already in the store as {same['path']}; nothing added")
+    return report
+
+
 def _ingest_parsed(
     src: Source,
     grammar: Grammar,
     stage: Stage,
-    bulk: bool,
+    result: ParseResult,
     previous: dict[str, Any] | None,
     source_id: str,
     absolute: str,
     writer: StoreWriter,
     year: int | None,
     user: dict[str, Any],
-    progress: Callable[[int], None] | None = None,
 ) -> tuple[SourceReport, dict[str, Any] | None]:
-    result = parse_source(src, grammar, stage, bulk=bulk, progress=progress)
     report = SourceReport(src.display, "grown" if previous else "new", source_id, result.lines)
     report.notes.extend(src.notes)
     crashed = _crash_events(stage, grammar)
@@ -565,24 +569,6 @@ def _in_utc(src: Source) -> Callable[[pl.DataFrame], pl.DataFrame]:
         )
 
     return convert
-
-
-def _grown_from(src: Source, absolute: str, known: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The stored source whose text this one starts with: the same file grown, or a log
-    rotated away and found under its new name (``server.log.1``, ``server.log.2.gz``)."""
-    for k in known:
-        size = k.get("content_size")
-        if not size or size >= src.content_size:
-            continue
-        if (
-            k.get("head_sha256")
-            and min(size, 65536) == 65536
-            and k["head_sha256"] != src.head_sha256
-        ):
-            continue  # cheap: the first 64 KiB differ
-        if src.prefix_sha256(size) == k["content_sha256"]:
-            return k
-    return None
 
 
 def _skipped(result: ParseResult) -> list[SkippedLines]:

@@ -72,6 +72,7 @@ class Source:
         """Hash the content (decompressed for gzip) once, to recognise it under any name."""
         whole, head = hashlib.sha256(), hashlib.sha256()
         size = 0
+        notes = list(self.notes)  # a cut-off stream is reported when the lines are read
         for chunk in self._chunks():
             whole.update(chunk)
             if size < HEAD_BYTES:
@@ -79,7 +80,64 @@ class Source:
             size += len(chunk)
         self.content_sha256, self.content_size = whole.hexdigest(), size
         self.head_sha256 = head.hexdigest()
-        self.notes.clear()  # a cut-off stream is reported when the lines are read
+        self.notes[:] = notes
+
+    def identify_head(self) -> None:
+        """Hash the first HEAD_BYTES of the content only: a ``.gz``'s whole content is
+        hashed by whoever inflates it to read it (``learn``), not inflated twice."""
+        head = hashlib.sha256()
+        size = 0
+        notes = list(self.notes)
+        for chunk in self._chunks():
+            head.update(chunk[: HEAD_BYTES - size])
+            size += len(chunk)
+            if size >= HEAD_BYTES:
+                break
+        self.head_sha256 = head.hexdigest()
+        if size < HEAD_BYTES:  # it all came: identified on the way
+            self.content_sha256, self.content_size = self.head_sha256, size
+        self.notes[:] = notes
+
+    def learn(self, content_sha256: str, content_size: int) -> None:
+        """The content's digest and size, from a reader that inflated all of it."""
+        self.content_sha256, self.content_size = content_sha256, content_size
+
+    def prefix_digests(self, sizes: Iterable[int]) -> dict[int, str]:
+        """The digests of the content's first ``size`` bytes, for each of ``sizes`` that
+        it holds, in one read that stops past the largest: a content that ends before
+        then is identified on the way."""
+        wanted = sorted({s for s in sizes if s > 0})
+        out: dict[int, str] = {}
+        h = hashlib.sha256()
+        size = 0
+        notes = list(self.notes)
+        for chunk in self._chunks():
+            view = memoryview(chunk)
+            while wanted and size + len(view) >= wanted[0]:
+                take = wanted[0] - size
+                h.update(view[:take])
+                view, size = view[take:], size + take
+                out[wanted.pop(0)] = h.copy().hexdigest()
+            h.update(view)
+            size += len(view)
+            if not wanted and len(view):
+                break  # more content after the largest: not all of it read
+        else:
+            self.content_sha256, self.content_size = h.hexdigest(), size
+        self.notes[:] = notes
+        return out
+
+    def size_hint(self) -> int:
+        """The content's size, or for a ``.gz`` not yet read the size its last member's
+        trailer gives (modulo 4 GiB): for a progress bar."""
+        if self.content_size or self._data is not None:
+            return self.content_size
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(-4, os.SEEK_END)
+                return int.from_bytes(f.read(4), "little")
+        except OSError:
+            return 0
 
     def _open_raw(self) -> BinaryIO:
         if self._data is not None:
@@ -255,14 +313,18 @@ class Source:
                             path=self.display,
                         )
                     yield out
-                if inflate.unconsumed_tail:
-                    data = inflate.unconsumed_tail  # more output is waiting in this input
-                    continue
+                # The end of a member first: zlib leaves the input after it in both
+                # ``unused_data`` and ``unconsumed_tail``, and fed the tail again an ended
+                # member takes nothing (a reader that looped there forever, its
+                # ``unused_data`` growing, on a multi-member .gz).
                 if inflate.eof:
                     data = inflate.unused_data or raw.read(_CHUNK)
                     if not data.strip(b"\x00"):
                         return
                     inflate = zlib.decompressobj(wbits=31)
+                    continue
+                if inflate.unconsumed_tail:
+                    data = inflate.unconsumed_tail  # more output is waiting in this input
                     continue
                 data = raw.read(_CHUNK)
                 if not data:
@@ -348,8 +410,8 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     source = Source(text_path, display, size, sha, mtime)
     if plain:  # the content is the file: its digests are the file's (no second read)
         source.content_sha256, source.content_size, source.head_sha256 = sha, size, head
-    else:
-        source.identify()
+    else:  # the content is hashed as it is inflated to be read (``Source.learn``)
+        source.identify_head()
     return source
 
 
