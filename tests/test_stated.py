@@ -327,6 +327,50 @@ def test_a_tpot_pair_after_slower_than_divides_as_a_time(tmp_path) -> None:
     assert slow.expected["baseline_mean_tpot_ms"] == 32.0
 
 
+@pytest.mark.parametrize(
+    ("said", "speedup"),
+    [
+        # a time a token named before the pair, the baseline named after it
+        ("With EAGLE-3 on, TPOT is 14.2 ms vs 11.8 ms without speculative decoding.", 11.8 / 14.2),
+        # the change of a time a token, the baseline labelled in parentheses
+        ("Mean TPOT went from 11.8 ms (no spec) to 14.2 ms with MTP enabled.", 11.8 / 14.2),
+        # the change of a rate when the author turns speculation on
+        ("Output throughput drops from 1200 tok/s to 950 tok/s when I enable ngram.", 950 / 1200),
+    ],
+)
+def test_a_slowdown_in_a_time_a_token_or_on_turning_speculation_on(tmp_path, said, speedup) -> None:
+    (slow,) = _slow(_findings(tmp_path, said + "\n"))
+    assert slow.measured["speedup"] == pytest.approx(speedup)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Mean TPOT went from 14.2 ms to 11.8 ms with MTP enabled.",  # a time that fell: faster
+        "Latency went from 11 ms to 14 ms with MTP on.",  # a latency of what? no time a token
+        "TTFT went from 11 ms to 14 ms with MTP on.",  # the first token: prefill's
+        "Throughput went from 950 tok/s to 1200 tok/s when I enable ngram.",
+    ],
+)
+def test_times_that_fell_or_are_no_decode_time_are_no_slowdown(tmp_path, said) -> None:
+    if not parse_text(said).tables.get("bench"):  # (nothing read: nothing to judge)
+        assert said.startswith("TTFT")
+        return
+    assert _slow(_findings(tmp_path, said + "\n")) == []
+
+
+def test_a_time_among_rates_in_a_metric_table_is_not_read_as_a_rate(tmp_path) -> None:
+    # vllm #38182 (thc1006): TPOT fell 21.6% with MTP, a speedup its change column agrees
+    # with as it would with a rate that fell
+    table = (
+        "| Metric | no-MTP | MTP k=1 | Δ |\n|---|---:|---:|---:|\n"
+        "| **decode TPOT (ms / output token)** | **7.620 ± 0.022** | **5.976 ± 0.456** | "
+        "**\u221221.6 %** |\n| total throughput tok/s (incl prefill) | 113.4 ± 12.9 | 149.3 ± 17.3 "
+        "| +31.7 % |\n| TTFT (ms) | 78.6 ± 4.4 | 53.9 ± 15.0 | \u221231.4 % |\n"
+    )
+    assert _slow(_findings(tmp_path, table)) == []
+
+
 def test_a_configuration_slower_than_the_baseline_is_named_when_another_helps(tmp_path) -> None:
     table = (
         "| config | out tok/s |\n|---|---|\n| baseline | 16.51 |\n"

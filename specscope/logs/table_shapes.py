@@ -499,6 +499,17 @@ def in_ms(head: str, cells: list[str]) -> bool:
     return bool(cells) and all((n := cell_number(c)) is not None and n[1] == "ms" for c in cells)
 
 
+# A measure of time a row's label names: a latency or milliseconds ('decode TPOT (ms / output
+# token)', 'TTFT (ms)', 'E2E latency'), whose lower value is the faster.
+_TIME_LABEL = regex.compile(
+    r"\b(?:TPOT|ITL|TBT|TTFT|E2E|latency|ms)\b|\((?:s|sec|seconds)\)|\bms\s*/\s*tok", regex.I
+)
+
+
+def names_time(label: str) -> bool:
+    return _TIME_LABEL.search(label) is not None
+
+
 # A column named by a process of generation and no unit ('| config | prefill | decode |'),
 # beside one of the prompt's processing: both are speeds, as engines print them ('prefill:
 # 771 t/s, decode: 19 t/s'), when the prompt's is the faster (many tokens a forward); a table
@@ -540,6 +551,7 @@ __all__ = [
     "key_of",
     "named_depths",
     "named_statistic",
+    "names_time",
     "process_rates",
     "rate_of",
     "ratio_of",

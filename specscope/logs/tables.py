@@ -27,6 +27,7 @@ from specscope.logs.table_shapes import (
     in_ms,
     key_of,
     named_depths,
+    names_time,
     process_rates,
     rate_of,
     ratio_of,
@@ -179,6 +180,8 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         for i, cells in body:
             if len(cells) != len(header) or skipped(cells[0]) or (rated and i not in rated):
                 continue
+            if names_time(cells[0]) and not (unit and time_key and time_key.search(unit)):
+                continue  # a time among rates ('decode TPOT (ms / output token)'): lower is faster
             if measures:
                 u = _unit_said(cells[0], unit_of)
                 if u is None or u.lower().startswith("req") or (time_key and time_key.search(u)):
