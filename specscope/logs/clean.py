@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import regex
 
+from specscope.logs.box_tables import unboxed
+
 # Colour and terminal escapes (the pattern is shared with the bulk reader's polars pass).
 ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
 _ANSI = regex.compile(ANSI)
@@ -103,6 +105,8 @@ def clean_line(raw: str) -> CleanLine:
     if "\uff1a" in text or "\uff0c" in text:
         # A paste through a CJK input method: full-width colon and comma.
         text = text.translate(_FULL_WIDTH)
+    if "+" in text or not text.isascii():
+        text = unboxed(text)  # a table drawn with boxes, made pipes (box_tables.py)
     return CleanLine(text.rstrip(), year)
 
 

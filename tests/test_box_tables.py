@@ -1,0 +1,87 @@
+"""Tables drawn with boxes read as the pipe tables they are (specscope/logs/box_tables.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import specscope
+from specscope.logs.box_tables import unboxed
+from specscope.logs.clean import clean_line
+
+WORLD = Path(__file__).resolve().parent.parent / "fixtures" / "world"
+
+
+def _lines(name: str) -> list[str]:
+    path = next(WORLD.glob(f"{name}_*.log"))
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_real_box_rules_and_rows_become_pipes() -> None:
+    # sglang send_one's tabulate table (world 341), evalscope's box (world 320), a bench's
+    # double-ruled box (world 229)
+    send_one = _lines("341")
+    assert unboxed(send_one[9]) == "|-------------|--------|------------|-----------------|"
+    assert unboxed(send_one[10]) == send_one[10]  # already a pipe row
+    evalscope = _lines("320")
+    top, row = unboxed(evalscope[5]), unboxed(evalscope[8])
+    assert top.startswith("|-----------------|-----------|") and set(top) <= {"|", "-"}
+    assert row.startswith("| Qwen3.6-35B-A3B | gsm8k     | mean_acc |")
+    bench = _lines("229")
+    assert set(unboxed(bench[2])) <= {"|", "-"}
+    assert unboxed(bench[3]).startswith("| E2EL                     | total   |")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "============ Serving Benchmark Result ============",
+        "---------------Speculative Decoding---------------",
+        "-----",
+        "x + y = 3",
+        "+= a =+",
+        "+ added line in a diff",
+        "│ a lone bar, no row",
+        "国产卡上 accept len 约为 2-3.5",
+    ],
+)
+def test_lines_that_are_no_box_stay(line: str) -> None:
+    assert unboxed(line) == line
+    assert clean_line(line).text == line.rstrip()
+
+
+PIPES = """| Workload/state | Decoded tokens/iteration | Speculative accept rate | Decode tokens/s/user |
+|---|---:|---:|---:|
+| 50K random raw completion, 500 output tokens | 3.93 | 74.6% | 149.37 |
+| 50K random chat completion, 500 output tokens | 1.94 | 48.5% | 74.74 |"""
+
+BOXED = """┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━┓
+┃ Workload/state                               ┃ Decoded tokens/iteration ┃ Speculative accept rate ┃ Decode tokens/s/user ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━┩
+│ 50K random raw completion, 500 output tokens │ 3.93                     │ 74.6%                   │ 149.37               │
+│ 50K random chat completion, 500 output tokens│ 1.94                     │ 48.5%                   │ 74.74                │
+└──────────────────────────────────────────────┴──────────────────────────┴─────────────────────────┴──────────────────────┘"""
+
+TABULATE_GRID = """+------------------+-------------------------+
+| Workload/state   | Speculative accept rate |
++==================+=========================+
+| raw completion   | 74.6%                   |
++------------------+-------------------------+
+| chat completion  | 48.5%                   |
++------------------+-------------------------+"""
+
+
+def _rates(text: str) -> list[tuple[str, float]]:
+    rows = specscope.parse_text(text).tables.get("spec_decode", [])
+    return [(str(r["extra"]), r["reported_rate"]) for r in rows]
+
+
+def test_a_table_in_boxes_reads_as_its_pipe_table() -> None:
+    # world 350's table (lightseekorg/tokenspeed#1305) as rich draws it: the same records
+    piped, boxed = _rates(PIPES), _rates(BOXED)
+    assert [rate for _, rate in piped] == [0.746, 0.485]
+    assert [rate for _, rate in boxed] == [0.746, 0.485]
+    assert [label for label, _ in boxed] == [label for label, _ in piped]
+    # and as tabulate's grid draws it, a rule between every row
+    assert [rate for _, rate in _rates(TABULATE_GRID)] == [0.746, 0.485]
