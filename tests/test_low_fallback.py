@@ -24,7 +24,7 @@ LOW_8 = [120, 60, 30, 15, 8, 4, 2, 1]  # of 400 drafts: a1 30%, k = 8
 HEALTHY_8 = [370, 330, 290, 250, 210, 180, 150, 120]  # a1 92%, tau 5.75
 
 
-def _low(tmp_path: Path, lines: list[str], **overrides: str) -> list[specscope.Finding]:
+def _low(tmp_path: Path, lines: list[str], **overrides: object) -> list[specscope.Finding]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "paste.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -86,3 +86,39 @@ def test_a_real_low_paste_keeps_its_verdict_when_a_method_the_table_lacks_is_nam
     for found in named:  # the records, and the author's '~10%' below them
         assert found.confidence is not None
         assert any("no entry for dspark" in a for a in found.confidence.assumptions)
+
+
+LLAMACPP_8PCT = "draft acceptance rate = 0.08000 (   80 accepted /  1000 generated)"
+
+
+@pytest.mark.parametrize("method", ["draft_model", "mtp"])
+def test_a_named_method_with_k_unknown_claims_only_what_holds_at_any_k(tmp_path, method):
+    """llama-server's request line counts tokens, not verify steps: 80 of 1,000 drafted
+    tokens at k = 3 assumed put a_1 under 28%, low for a draft model (30%) or MTP (40%);
+    at llama.cpp's default draft-max of 16 the same tokens are 62 drafts and a_1 may be
+    anything. Unnamed, the line was never called low on the k assumed; named, neither."""
+    assert _low(tmp_path, [LLAMACPP_8PCT], spec_method=method) == []
+    assert _low(tmp_path / "unnamed", [LLAMACPP_8PCT]) == []
+
+
+def test_a_named_method_with_k_said_is_judged_at_that_k(tmp_path):
+    """With k said (``--set k=16``) the verify steps are known: 8 of 1,000 drafted tokens
+    are 62 drafts whose a_1 is under 21% (one-sided 95%), low for a draft model (30%) and
+    no assumption of k."""
+    line = "draft acceptance rate = 0.00800 (    8 accepted /  1000 generated)"
+    (found,) = _low(tmp_path, [line], spec_method="draft_model", k=16)
+    assert found.confidence is not None and found.confidence.level == "likely"
+    assert found.confidence.test.startswith("95% one-sided upper bound of a1 ")
+    assert not any(a.startswith("k not stated") for a in found.confidence.assumptions)
+
+
+def test_request_lines_take_k_from_the_statistics_lines_of_the_same_tokens(tmp_path):
+    """llama-server's request lines count tokens, its since-start statistics lines the
+    verify steps of the same tokens (#gen drafts): the largest k the request lines' claim
+    must hold at is the statistics' (3 here), not 16, and 30 of 300 is low for EAGLE-3."""
+    from .test_forced_llamacpp import COMMAND, _log
+
+    found = _low(tmp_path, _log(COMMAND, accepted=30).splitlines())
+    tests = sorted(f.confidence.test for f in found if f.confidence is not None)
+    assert len(found) == 2
+    assert any("k up to 3, the statistics lines' drafts" in t for t in tests)

@@ -277,7 +277,7 @@ def _low_of(
     if trials is None or nothing_accepted(ev, run_id, agg):
         return None  # nothing to judge, or zero_acceptance speaks for it
     method = method_of(run)
-    claim = _low_claim(ev, run, agg, trials, method)
+    claim = _low_claim(ev, run_id, agg, trials, method)
     if claim is None:
         return None
     test, level, ref, said, assumptions = claim
@@ -319,7 +319,7 @@ def _low_of(
 
 def _low_claim(
     ev: Evidence,
-    run: Mapping[str, Any],
+    run_id: str,
     agg: Mapping[str, Any],
     trials: Trials,
     method: str | None,
@@ -334,6 +334,7 @@ def _low_claim(
     not leave a run unjudged that the same numbers unnamed would be judged on."""
     cfg = ev.config["low_acceptance"]
     fraction = cfg["fraction_of_reference"]
+    run = ev.runs.get(run_id, {})
     a1 = _FirstPosition(agg, trials)
     if method is None:
         return _learned_floor(
@@ -346,7 +347,8 @@ def _low_claim(
     entry = _reference_for(ev.reference, method, run.get("model"), agg.get("k"))
     ref_a1 = _a1_of(entry) if entry else None
     if entry is not None and ref_a1 is not None:
-        test = BoundTest("upper bound of a1", a1.upper, fraction * ref_a1)
+        what, bound, assumptions = _a1_whatever_k(ev, run_id, agg, trials, a1)
+        test = BoundTest(what, bound, fraction * ref_a1)
         level = strength(ev, test.holds)
         if level:
             said = (
@@ -433,6 +435,35 @@ def _learned_floor(
     if level and not _low_at_any_k(ev, agg, trials, ref, decay):
         return None
     return (test, level, gain, said, assumptions) if level else None
+
+
+def _a1_whatever_k(
+    ev: Evidence, run_id: str, agg: Mapping[str, Any], trials: Trials, a1: _FirstPosition
+) -> tuple[str, Callable[[float], float], list[str]]:
+    """The upper bound of a_1 a claim may rest on, its words and what it assumes. Where
+    tokens are counted but verify steps are not and k was assumed (llama.cpp's request
+    lines with the method named, e.g. a draft model at llama.cpp's default of 16), a_1 is
+    bounded by the accepted tokens per draft, which are the most at the largest k: the
+    bound taken there holds whatever k was, and assumes no k (at k = 3 assumed, 8% of
+    1,000 drafted tokens put a_1 under 28%; at k = 16 it may be 100%). The largest k is
+    the most a drafter uses, or where the same log's statistics lines count the verify
+    steps of the same tokens, the k they give."""
+    assumed = [a for a in trials.assumptions if a.startswith(K_ASSUMED)]
+    if not assumed or agg.get("drafts") or not agg.get("draft_tokens"):
+        return "upper bound of a1", a1.upper, list(trials.assumptions)
+    top = float(ev.config["evidence"]["max_plausible_k"])
+    counted = [ev.per_run[r] for r in _llamacpp_echoes(ev).get(run_id, []) if r in ev.per_run]
+    ks = [s["draft_tokens"] / s["drafts"] for s in counted if s.get("drafts")]
+    what = f"upper bound of a1 (any k up to {top:g})"
+    if ks and max(ks) < top:
+        top = max(ks)
+        what = f"upper bound of a1 (k up to {top:.3g}, the statistics lines' drafts)"
+    widest = _FirstPosition(agg, replace(trials, drafts=trials.drafts * trials.k / top, k=top))
+
+    def bound(z: float) -> float:
+        return max(a1.upper(z), widest.upper(z))
+
+    return what, bound, [a for a in trials.assumptions if a not in assumed]
 
 
 def _low_at_any_k(
