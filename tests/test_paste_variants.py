@@ -47,16 +47,12 @@ COUNTED = ("spec_decode", "engine_stats", "bench")
 # (case number, variant): why specscope does not read that paste the same (yet). Measured
 # over all 1,844 variants (SPECSCOPE_PASTE_VARIANTS=all): 35 read otherwise before the
 # fixes of this test's commit (CRLF 18, wrap80 8, wrap120 7, indent 1, quote 1), 12 after,
-# these 9 since the bulk reader feeds a wrapped sentence's lines as the line parser does and
-# a capital after a full line goes on it; every one is the author's prose or a llama.cpp
-# line that a wrap cut.
+# these 6 since the bulk reader feeds a wrapped sentence's lines as the line parser does, a
+# full line goes on into the next and a wrapped paragraph keeps one record a table as its
+# unwrapped line does; every one is the author's prose or a llama.cpp line that a wrap cut.
 _CLAIM_LOST = (
     "the author's sentence word-wrapped: the claim reader (specscope/logs/claims.py, "
     "claim_speed.py) finds no claim in the wrapped paragraph that it finds on one line"
-)
-_CLAIM_TWICE = (
-    "the author's sentence word-wrapped: the claim reader (specscope/logs/claims.py) "
-    "keeps the claim of a line and the one it joins across the break: two bench rows"
 )
 XFAIL: dict[tuple[int, str], str] = {
     (97, "wrap80"): (
@@ -64,13 +60,10 @@ XFAIL: dict[tuple[int, str], str] = {
         "its first line ('statistics draft-eagle3: #calls(b,g,a) = 1 87 87,') holds no "
         "literal ('#gen drafts' comes on the next), so no line is held to be joined"
     ),
-    (168, "wrap80"): _CLAIM_TWICE,
-    (168, "wrap120"): _CLAIM_TWICE,
     (178, "wrap80"): (
         "'with dflash, ..., ~12tok/s' word-wrapped before its value: the pairs reader "
         "(stated_speedup_pairs) reads a pair of lines, not a sentence over three"
     ),
-    (189, "wrap120"): _CLAIM_TWICE,
     (202, "wrap80"): _CLAIM_LOST,
     (211, "wrap120"): _CLAIM_LOST,
     (251, "wrap80"): (

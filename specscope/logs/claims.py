@@ -70,7 +70,10 @@ _WRAPPED = re.compile(r"[A-Za-z0-9,)(%*`_\-]\s*$")
 # bracket before one ('*slower*: the flag costs'); a capital opens a sentence as often.
 _GOES_ON = re.compile(r"\s*(?:[*_`(]{1,2})?[a-z0-9]")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
-_WRAP_LEAST = 40  # no terminal or editor wraps prose narrower
+_WRAP_LEAST = 60  # a line shorter is no wrap
+# The widths prose is wrapped at: editors' fill columns (70, 72, 79: Emacs, git, PEP 8),
+# terminals' 80, and wider terminals and viewers'.
+_WIDTHS = (70, 72, 76, 78, 79, 80, 100, 120)
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
 _ACCEPTANCE = ("zero", "rate", "length", "low", "cliff")  # kept as stated acceptance
 
@@ -336,6 +339,10 @@ class _Pending:
     line: int
     claim: Claim
     after: int = 0  # lines seen since, while its subject is looked for
+    last: int = 0  # the last line of its paragraph (a wrapped one is one line unwrapped)
+
+    def lines(self) -> range:
+        return range(self.line, max(self.line, self.last) + 1)
 
 
 @dataclass
@@ -439,9 +446,11 @@ class ClaimWatch:
         or CJK character: a Chinese line ends its sentence), the next neither opens an item,
         a heading, a quote, a table row or a fence, nor is a log record."""
         held = self._held
-        if held is None or line != held[0] + len(held[1]) or not _WRAPPED.search(held[1][-1]):
+        if held is None or line != held[0] + len(held[1]):
             return False
-        if not (_GOES_ON.match(text) or self._full(held[1][-1], text)):
+        # (a full line goes on into the next, whether its sentence ends there or not)
+        mid = _WRAPPED.search(held[1][-1]) is not None and _GOES_ON.match(text) is not None
+        if not (mid or self._full(held[1][-1], text)):
             return False
         if "|" in text or self.is_log(text):
             return False
@@ -453,12 +462,18 @@ class ClaimWatch:
 
     def _full(self, last: str, text: str) -> bool:
         """Was ``last`` cut where the next word did not fit? A wrap at a width leaves its
-        lines as long as the longest prose line seen, less at most a word: a next line that
-        opens with a capital ('NUM_PARALLEL is larger than one') goes on the sentence where
-        its first word would have made the line longer than that; where it would have fit,
-        the author ended the line."""
-        word = text.split(maxsplit=1)[0] if text.strip() else ""
-        return len(last) >= _WRAP_LEAST and len(last) + 1 + len(word) > self.widest
+        lines at most that wide and each less than a word short of it: the line goes on
+        into the next ('... if  the' / 'NUM_PARALLEL is larger than one', '... in
+        performance.' / 'The output token throughput ...') where its next word would have
+        made it longer than both the widest prose line seen and a width prose is wrapped
+        at; where the word would have fit, the author ended the line."""
+        word = len(text.split(maxsplit=1)[0]) if text.strip() else 0
+        n = len(last.rstrip())
+        return (
+            n >= _WRAP_LEAST
+            and n + 1 + word > self.widest
+            and any(n <= w < n + 1 + word for w in _WIDTHS)
+        )
 
     def _flush(self) -> None:
         """Read the paragraph held: each line as before, then, where no line holds a claim
@@ -469,13 +484,14 @@ class ClaimWatch:
         if held is None or lex is None or trigger is None:
             return
         first, texts = held
+        last = first + len(texts) - 1
         read = False
         for i, text in enumerate(texts):
             if trigger.search(text):
                 for claim in read_claims(lex, text):
                     if claim.blames:
                         read = True
-                        self._place(_Pending(first + i, claim))
+                        self._place(_Pending(first + i, claim, last=last))
         joined = " ".join(texts)
         if read or len(texts) < 2 or not trigger.search(joined):
             return  # (a claim a line holds by itself is not read again across the break)
@@ -483,7 +499,7 @@ class ClaimWatch:
         # subject or its author on the line before) is the paragraph's, as it is unwrapped.
         for claim in read_claims(lex, joined):
             if claim.blames:
-                self._place(_Pending(first, claim))
+                self._place(_Pending(first, claim, last=last))
 
     def _advance(self, text: str) -> None:
         """The claims waiting for their subject see one more line."""
@@ -508,7 +524,7 @@ class ClaimWatch:
         # Only a line a claim was read on can clash: the others' lines are not kept (a
         # server log's bulk rows are millions).
         self._flush()
-        return {p.line for p in (*self.found, *self.waiting)}
+        return {n for p in (*self.found, *self.waiting) for n in p.lines()}
 
     def note_rows(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
         """The parser's rows about to leave it: the lines they hold that a claim was read
@@ -549,7 +565,10 @@ class ClaimWatch:
             if (counted and p.claim.kind in _ACCEPTANCE) or (numbers and p.claim.kind == "slower"):
                 continue
             defn, reading = self._record(p.claim)
-            if defn is None or reading is None or p.line in taken.get(defn.table or "", set()):
+            # One record a line, a wrapped paragraph being one line: another definition's
+            # record on any line of it is the paragraph's, as on the line it unwraps to.
+            held = taken.get(defn.table or "", set()) if defn is not None else set()
+            if defn is None or reading is None or any(n in held for n in p.lines()):
                 continue
             taken.setdefault(defn.table or "", set()).add(p.line)
             self.keep(defn, p.line, reading)
