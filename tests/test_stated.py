@@ -359,6 +359,34 @@ def test_times_that_fell_or_are_no_decode_time_are_no_slowdown(tmp_path, said) -
     assert _slow(_findings(tmp_path, said + "\n")) == []
 
 
+@pytest.mark.parametrize(
+    ("table", "speedup"),
+    [
+        # configurations as rows, a time a token in milliseconds the only measure of decode
+        (
+            "| Setting | ITL (ms) |\n|---|---|\n| no spec | 9.1 |\n| EAGLE3 k=3 | 12.4 |\n",
+            9.1 / 12.4,
+        ),
+        # conditions as rows, the baseline a column: the slowest condition decides
+        (
+            "| context | no spec TPOT (ms) | MTP TPOT (ms) |\n|---|---|---|\n"
+            "| 4K | 20.1 | 15.0 |\n| 32K | 25.0 | 31.0 |\n",
+            25.0 / 31.0,
+        ),
+        # a time that fell is a speedup: no finding
+        ("| Setting | ITL (ms) |\n|---|---|\n| no spec | 9.1 |\n| EAGLE3 k=3 | 7.4 |\n", None),
+    ],
+)
+def test_a_table_of_times_a_token_in_ms_compares_as_times(tmp_path, table, speedup) -> None:
+    found = _slow(_findings(tmp_path, table))
+    if speedup is None:
+        assert found == []
+        return
+    (slow,) = found
+    assert slow.measured["speedup"] == pytest.approx(speedup)
+    assert "mean_tpot_ms" in slow.measured
+
+
 def test_a_time_among_rates_in_a_metric_table_is_not_read_as_a_rate(tmp_path) -> None:
     # vllm #38182 (thc1006): TPOT fell 21.6% with MTP, a speedup its change column agrees
     # with as it would with a rate that fell

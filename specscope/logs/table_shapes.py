@@ -510,6 +510,24 @@ def names_time(label: str) -> bool:
     return _TIME_LABEL.search(label) is not None
 
 
+_LABEL_UNIT = regex.compile(r"\(([^()]*)\)\s*$")
+
+
+def unit_said(label: str, unit_of: Callable[[str], str | None]) -> str | None:
+    """The unit a row's label gives at its end, in parentheses or not ('Output token
+    throughput (tok/s)', 'Output tok/s'); a label that only names a test ('tg128') gives
+    none."""
+    m = _LABEL_UNIT.search(label)
+    if m is not None:
+        return unit_of(m.group(1))
+    m = _LABEL_END.search(label)
+    return unit_of(m.group(1)) if m is not None else None
+
+
+# A unit of tokens a second after the measure's words ('Output tok/s', 'decode tokens/s').
+_LABEL_END = regex.compile(r"(?<=\w\s+)((?:tok(?:en)?s?|t)\s*/\s*s(?:ec)?)\s*$", regex.I)
+
+
 # A column named by a process of generation and no unit ('| config | prefill | decode |'),
 # beside one of the prompt's processing: both are speeds, as engines print them ('prefill:
 # 771 t/s, decode: 19 t/s'), when the prompt's is the faster (many tokens a forward); a table
@@ -560,4 +578,5 @@ __all__ = [
     "sweep_alone",
     "switched",
     "transposed",
+    "unit_said",
 ]

@@ -35,6 +35,7 @@ from specscope.logs.table_shapes import (
     sweep_alone,
     switched,
     transposed,
+    unit_said,
 )
 
 _CHANGE = regex.compile(r"(?P<sign>[-+\u2212]?)\s*(?P<num>\d+(?:\.\d+)?)\s*%")
@@ -129,6 +130,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
     change_key, skip_key = key_of(defn, "change"), key_of(defn, "not_decode")
     negated, column_skip = key_of(defn, "negated"), key_of(defn, "not_decode_column")
     accepts, depths = key_of(defn, "accept_column"), key_of(defn, "depth_column")
+    token_time = key_of(defn, "token_time")
     if base_key is None or spec_key is None:
         return reading
     switch = switched(rows, spec_key)
@@ -144,7 +146,11 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
             m = key.search(cell) if key is not None else None
             if m is not None:
                 return m.group(0)
-        return None
+        # milliseconds of a token's time, named so ('Mean TPOT (ms)'): less is faster
+        return "ms" if _said(token_time, cell) and in_ms(cell, []) else None
+
+    def is_time(u: str | None) -> bool:
+        return bool(u and (u == "ms" or (time_key and time_key.search(u))))
 
     def skipped(label: str) -> bool:
         return bool(skip_key is not None and skip_key.search(label))
@@ -165,14 +171,16 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         spec_cols = [c for c in spec_cols if _PER.findall(header[c].lower()) == per]
     pairs: list[dict[str, Any]] = []
     unit: str | None = None
+    what: str | None = None
     rated: list[int] = []
     by_condition = len(base_cols) == 1 and bool(spec_cols)
     if by_condition:
         b = base_cols[0]
         unit = unit_of(header[b]) or next((u for c in spec_cols if (u := unit_of(header[c]))), None)
+        what = next((header[c] for c in (b, *spec_cols) if unit_of(header[c]) == "ms"), None)
         # Rows that are measures with their unit ('Output token throughput (tok/s)' beside
         # 'Total input tokens'), not conditions: only a decode rate of tokens compares.
-        measures = unit is None and any(_unit_said(cells[0], unit_of) for _, cells in body)
+        measures = unit is None and any(unit_said(cells[0], unit_of) for _, cells in body)
         if unit is None and not measures:  # rows of processes: 'prefill', 'decode' (speeds?)
             whole = [(i, cells) for i, cells in body if len(cells) == len(header)]
             named = [cells[0] for _, cells in whole]
@@ -180,10 +188,10 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         for i, cells in body:
             if len(cells) != len(header) or skipped(cells[0]) or (rated and i not in rated):
                 continue
-            if names_time(cells[0]) and not (unit and time_key and time_key.search(unit)):
+            if unit is None and names_time(cells[0]):
                 continue  # a time among rates ('decode TPOT (ms / output token)'): lower is faster
             if measures:
-                u = _unit_said(cells[0], unit_of)
+                u = unit_said(cells[0], unit_of)
                 if u is None or u.lower().startswith("req") or (time_key and time_key.search(u)):
                     continue
                 if column_skip is not None and column_skip.search(cells[0]):
@@ -273,14 +281,14 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         ]
         # A rate where the table has one beside times ('Wall (s)' before 'Tok/s'): the
         # decode speed is what is compared.
-        metric.sort(key=lambda c: bool(time_key and time_key.search(unit_of(header[c]) or "")))
+        metric.sort(key=lambda c: is_time(unit_of(header[c])))
         if not metric:  # no unit: the speeds of a table of processes ('prefill | decode')
             rated = [c for c in process_rates(header, base_row, _least) if c > at]
             metric = rated
         if not metric or (base := _measured(base_row[metric[0]], least=True)) is None:
             return reading
         unit = unit_of(header[metric[0]]) or unit_of(base[1])
-        timed = bool(unit and time_key is not None and time_key.search(unit))
+        timed, what = is_time(unit), header[metric[0]]
         spec_rows = [x[at] for _, x in labelled if not base_row_of(x) and spec_key.search(x[at])]
         depth_of = named_depths(spec_rows) if swept is None else {}
         for m in metric:
@@ -294,7 +302,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
                 said = _measured(base_of[group][m], least=True)
                 u = unit_of(header[m]) or (unit_of(said[1]) if said else None)
                 u = "" if u is None and m in rated else u
-                if said is None or u is None or bool(time_key and time_key.search(u)) != timed:
+                if said is None or u is None or is_time(u) != timed:
                     continue
                 spec = _measured(cells[m], least=False)
                 if spec is not None:
@@ -322,7 +330,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         direction = "rate"
     faster = (
         (lambda p: p["baseline"] / p["speculative"])
-        if (unit and time_key is not None and time_key.fullmatch(unit))
+        if unit and (unit == "ms" or (time_key is not None and time_key.fullmatch(unit)))
         else (lambda p: p["speculative"] / p["baseline"])
     )
     if by_condition:
@@ -341,7 +349,7 @@ def _by_layout(defn: Definition, text: str, caption: str | None = None) -> Readi
         "stated_unit": unit,
         "stated_direction": direction,
         "stated_rows": pairs,
-    }
+    } | ({"stated_what": what} if unit == "ms" else {})
     return reading
 
 
@@ -387,9 +395,6 @@ def _swept_alone(
         "stated_rows": pairs,
     }
     return reading
-
-
-_LABEL_UNIT = regex.compile(r"\(([^()]*)\)\s*$")
 
 
 def _rows(text: str) -> list[tuple[int, list[str]]]:
@@ -463,21 +468,6 @@ def _least(cell: str) -> tuple[float, str] | None:
 
 def _rate_said(cell: str) -> bool:
     return rate_of(cell) is not None
-
-
-def _unit_said(label: str, unit_of: Callable[[str], str | None]) -> str | None:
-    """The unit a row's label gives at its end, in parentheses or not ('Output token
-    throughput (tok/s)', 'Output tok/s'); a label that only names a test ('tg128') gives
-    none."""
-    m = _LABEL_UNIT.search(label)
-    if m is not None:
-        return unit_of(m.group(1))
-    m = _LABEL_END.search(label)
-    return unit_of(m.group(1)) if m is not None else None
-
-
-# A unit of tokens a second after the measure's words ('Output tok/s', 'decode tokens/s').
-_LABEL_END = regex.compile(r"(?<=\w\s+)((?:tok(?:en)?s?|t)\s*/\s*s(?:ec)?)\s*$", regex.I)
 
 
 def _in_cells(defn: Definition, text: str) -> Reading:
