@@ -85,3 +85,9 @@ def test_steps_need_every_block_to_print_what_they_take() -> None:
     assert "15,120 generated tokens" in said
     assert bench_steps(bench, "s", 2.0) is None  # no request count: no steps from it
     assert bench_steps(bench, "r", 1.0) is None  # nothing accepted: the mean tells no steps
+
+
+def test_a_first_position_nobody_counted_is_not_shown_as_measured(tmp_path: Path) -> None:
+    (low,) = [f for f in findings_of_paste(tmp_path, CUT_BLOCK) if f.kind == "low_acceptance"]
+    assert low.measured["a1"] is None  # bounded by 1.30 tokens a draft, never measured
+    assert low.measured["mean_acceptance_length"] == pytest.approx(2.3)

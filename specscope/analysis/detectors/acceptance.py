@@ -301,7 +301,9 @@ def _low_of(
             else ""
         ),
         measured={
-            "a1": a1.point,
+            # (without per-position counts a1 is only bounded by the tokens per draft: a
+            # point of 1.000 there would read as a measurement)
+            "a1": a1.point if a1.count is not None else None,
             "mean_acceptance_length": agg.get("mean_acceptance_length"),
             **({"engine": engine} if engine is not None else {}),
         },
