@@ -461,7 +461,7 @@ def _ingest_parsed(
     for table in RECORD_TABLES:
         parts = _flagged(
             (
-                store_columns(in_utc(part.filter(pl.col("line") > after)), table)
+                store_columns(in_utc(part.filter(pl.col("line") > after) if after else part), table)
                 for part in done.parts(table)
             ),
             flagged,
@@ -546,7 +546,8 @@ def _flagged(parts: Iterable[pl.DataFrame], out: list[tuple[int, str]]) -> Itera
     """The parts, counting in ``out[0]`` the rows that have a problem and keeping the line
     and problem of the first few of each part after it."""
     for part in parts:
-        if "problems" in part.columns:
+        # Most parts have no problem: a count of nulls says so without a filter's copy.
+        if "problems" in part.columns and part["problems"].null_count() < len(part):
             rows = part.filter(pl.col("problems").is_not_null()).select("line", "problems")
             if len(rows):
                 out[0] = (out[0][0] + len(rows), "")
