@@ -91,3 +91,12 @@ def test_a_first_position_nobody_counted_is_not_shown_as_measured(tmp_path: Path
     (low,) = [f for f in findings_of_paste(tmp_path, CUT_BLOCK) if f.kind == "low_acceptance"]
     assert low.measured["a1"] is None  # bounded by 1.30 tokens a draft, never measured
     assert low.measured["mean_acceptance_length"] == pytest.approx(2.3)
+
+
+def test_an_unnamed_method_is_no_expectation_in_the_text(tmp_path: Path) -> None:
+    from specscope.cli.render import finding_text
+
+    (low,) = [f for f in findings_of_paste(tmp_path, CUT_BLOCK) if f.kind == "low_acceptance"]
+    assert low.expected["method"] is None
+    text = finding_text(low)
+    assert "None" not in text and "  expected: tau - 1 3.161" in text.splitlines(), text

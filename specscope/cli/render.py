@@ -273,8 +273,9 @@ def finding_text(f: Finding) -> str:
     measured = ", ".join(f"{k} {_fmt(v)}" for k, v in f.measured.items() if v is not None)
     if measured:
         lines.append(f"  measured: {measured}")
-    if f.expected:
-        lines.append("  expected: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.expected.items()))
+    expected = ", ".join(f"{k} {_fmt(v)}" for k, v in f.expected.items() if v is not None)
+    if expected:  # (a method nobody named is no expectation: 'method None' said nothing)
+        lines.append(f"  expected: {expected}")
     if f.sample:
         lines.append("  evidence: " + ", ".join(f"{k} {_fmt(v)}" for k, v in f.sample.items()))
     if f.confidence is not None:

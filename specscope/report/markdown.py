@@ -150,7 +150,7 @@ def markdown_and_charts(
         sure_text = f"**Confidence:** {md(sure['phrase'])}\n\n" if sure else ""
         parts.append(f"{md(f['explanation'])}\n\n{sure_text}**Next:** {md(f['next_step'])}\n")
         numbers = ", ".join(f"{md(k)} {md(v)}" for k, v in f["measured"].items() if v is not None)
-        expected = ", ".join(f"{md(k)} {md(v)}" for k, v in f["expected"].items())
+        expected = ", ".join(f"{md(k)} {md(v)}" for k, v in f["expected"].items() if v is not None)
         evidence = ", ".join(f"{md(k)} {md(v)}" for k, v in f["sample"].items())
         body = [f"- where: {where}"]
         if numbers:  # a rate stated in prose may carry no measure of its own
