@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the tables are verbatim: a box drawn by rich is as wide as it is)
 """Tables drawn with boxes read as the pipe tables they are (specscope/logs/box_tables.py)."""
 
 from __future__ import annotations
