@@ -186,7 +186,7 @@ def _spec_rows(
         # 'accept' (not 'accepted', a count) holds counts or a share: '80/94 (85.1%)' in
         # oMLX's summaries, '0.319' in a ladder of rungs; the cell's form tells them apart.
         rate = counts
-    if counts is None and not spread:
+    if counts is None and not spread and positions is None:
         if runs:
             return _lengths_alone(header, body, length, column("depth"))
         # Lengths alone as points along a context length: each a partial record of its
@@ -205,6 +205,8 @@ def _spec_rows(
         if m is None:
             said = _said_only(cells, rate, length) if whole else None
             written = _curve(cells, spread) if whole and spread else None
+            if written is None and whole and positions is not None:
+                written = _cell_curve(cells[positions])
             if written is not None:  # the author's curve, as stated: no count made from it
                 said = (said or {"partial": True}) | {"per_position_rate": written}
                 if length is not None and (n := cell_number(cells[length])) and n[0] >= 1:
@@ -338,6 +340,13 @@ def _curve(cells: list[str], columns: list[int]) -> list[float] | None:
     if any(b > a + _ROUNDING for a, b in pairwise(rates)):
         return None
     return rates
+
+
+def _cell_curve(cell: str) -> list[float] | None:
+    """A run's per-position rates written in one cell ('94, 86, 77, 68', '0.72 / 0.41'),
+    read as position columns are (``_curve``); fewer than two is no curve."""
+    parts = [p for p in regex.split(r"\s*[,/]\s*", cell.strip()) if p]
+    return _curve(parts, list(range(len(parts)))) if len(parts) >= 2 else None
 
 
 _BARE = regex.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%?)")
