@@ -297,6 +297,13 @@ def test_a_deeper_draft_with_a_clearly_longer_time_a_token_is_k_too_large(tmp_pa
     assert "3.86 ms" in k.explanation and k.lines == (5, 5)
 
 
+def test_a_sweep_whose_depth_is_the_first_column_is_one_configurations(tmp_path) -> None:
+    # world 338's table: '| K | C=1 | ... | TTFT | TPOT | Accept |' under its summary line
+    text = _TIMED.format(head="TPOT", unit="ms").replace("| Method ", "").replace("| EAGLE3 ", "")
+    (k,) = [f for f in _findings(tmp_path, text) if f.kind == "k_too_large"]
+    assert (k.expected["k at most"], k.measured["k"]) == (3, 8)
+
+
 @pytest.mark.parametrize(
     ("head", "unit"),
     [

@@ -442,6 +442,8 @@ _LOAD_HEAD = regex.compile(
     regex.I,
 )
 _LOAD = regex.compile(r"\s*\d[\d,]*\s*[kKmM]?\s*")
+# A cell of words, no measurement ('tree', 'chain'; not '38ms', '-', '53.5%').
+_NAMED = regex.compile(r"[^\d|]*[^\W\d_][^\d|]*")
 
 
 def sweep_alone(
@@ -458,7 +460,7 @@ def sweep_alone(
     one drafter set side by side, k_too_large's question, never no_speedup's). [] where no
     configuration is swept."""
     rate = next((c for c, h in enumerate(header) if c > depth and rated(h)), None)
-    if rate is None or depth == 0:  # (no configuration named: whose depths?)
+    if rate is None:
         return []
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     loads = {c for c, h in enumerate(header) if c not in (depth, rate) and _LOAD_HEAD.search(h)}
@@ -466,7 +468,10 @@ def sweep_alone(
         k, said = k_of(cells[depth]), named_statistic(header[rate], cells[rate])
         if k is None or said is None:
             continue
-        group = tuple(cells[:depth])
+        # (a depth first: the table's one configuration, rows apart by a name in a cell)
+        group = tuple(cells[:depth]) or tuple(
+            x for c, x in enumerate(cells) if c not in (depth, rate) and _NAMED.fullmatch(x)
+        )
         # (a load beside the depth, 'conc | 1' against 'conc | 64', sets rows apart too)
         load = tuple(
             f"{header[c]} {cells[c]}"
