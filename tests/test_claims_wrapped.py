@@ -164,3 +164,16 @@ def test_a_wrapped_paragraph_holds_one_record_a_table_as_its_line_does() -> None
     assert [r["format"] for r in parse_text(text.replace("\n", " ", 1)).tables["bench"]] == [
         "stated_speedup"
     ]
+
+
+def test_a_line_whose_claim_lacks_its_subject_is_read_with_its_paragraph() -> None:
+    """World 253's shape: the slowdown on the second line, speculation named on the first;
+    the line alone gives a claim with no subject, which is let go, so the paragraph is read."""
+    text = (
+        "I am testing EAGLE3 heads for Llama 3.3 70B with max_position_embeddings=2048 on\n"
+        "8 GPUs. I observed that when input is > 2k, the performance is worse than the "
+        "baseline.\n"
+    )
+    ((table, line, said),) = _claims(text)
+    assert (table, line, said["claim"]) == ("bench", 1, "slower")
+    assert _claims(text.replace("EAGLE3 heads", "the model")) == []

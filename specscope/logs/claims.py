@@ -490,8 +490,7 @@ class ClaimWatch:
             if trigger.search(text):
                 for claim in read_claims(lex, text):
                     if claim.blames:
-                        read = True
-                        self._place(_Pending(first + i, claim, last=last))
+                        read = self._place(_Pending(first + i, claim, last=last)) or read
         joined = " ".join(texts)
         if read or len(texts) < 2 or not trigger.search(joined):
             return  # (a claim a line holds by itself is not read again across the break)
@@ -514,11 +513,16 @@ class ClaimWatch:
             elif p.after >= CONTEXT_LINES:
                 self.waiting.remove(p)
 
-    def _place(self, p: _Pending) -> None:
+    def _place(self, p: _Pending) -> bool:
+        """Keep a claim found, or waiting for its subject; False where it is let go (its
+        subject is on none of the lines read with it: a line of a paragraph read alone)."""
         if not p.claim.needs_subject:
             self.found.append(p)
         elif p.claim.colon:
             self.waiting.append(p)  # speculation named in what the colon introduces?
+        else:
+            return False
+        return True
 
     def _lines(self) -> set[int]:
         # Only a line a claim was read on can clash: the others' lines are not kept (a
