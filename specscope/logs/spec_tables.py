@@ -32,7 +32,9 @@ _COUNTS = regex.compile(
 )
 
 
-def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[str, Any] | None:
+def _said_only(
+    cells: list[str], rate: int | None, length: int | None, percent: bool = False
+) -> dict[str, Any] | None:
     """A row's acceptance rate (its cell '**35.8%**', '~0.98') and mean acceptance length as
     the author printed them, with no counts: kept as printed (``reported_rate``, as SGLang's
     accept rate is) and partial; none is made up from the other. A row without a rate did
@@ -42,7 +44,7 @@ def _said_only(cells: list[str], rate: int | None, length: int | None) -> dict[s
     in ``extra``; rates that far apart are two setups (a before and an after), none."""
     if rate is None:
         return None
-    cell = _rate_cell(cells[rate])
+    cell = _percent_cell(_rate_cell(cells[rate]), percent)
     if (spread := _range_of(cell)) is not None:
         return {"reported_rate": spread[1], "partial": True, "_range": list(spread)}
     runs = [rate_of(_APPROX.sub("", part)) for part in _PROBES.split(cell)]
@@ -70,6 +72,19 @@ _BESIDE = regex.compile(r"(?<=\S)\s*\([^()]*\)\s*$")
 
 def _rate_cell(cell: str) -> str:
     return _BESIDE.sub("", cell.strip())
+
+
+def _in_percent(header: str) -> bool:
+    """A rate column whose header gives the unit ('Accept Rate (%)'): bare numbers are
+    percents ('62.3')."""
+    return "%" in header
+
+
+def _percent_cell(cell: str, percent: bool) -> str:
+    return f"{cell}%" if percent and _BARE_NUMBER.fullmatch(cell) else cell
+
+
+_BARE_NUMBER = regex.compile(r"[~≈]?\s*\d+(?:\.\d+)?")
 
 
 _SHARE_HEAD = regex.compile(r"accept|acc", regex.I)
@@ -203,7 +218,8 @@ def _spec_rows(
         whole = len(cells) == len(header)
         m = _COUNTS.fullmatch(cells[counts]) if whole and counts is not None else None
         if m is None:
-            said = _said_only(cells, rate, length) if whole else None
+            percent = rate is not None and _in_percent(header[rate])
+            said = _said_only(cells, rate, length, percent) if whole else None
             written = _curve(cells, spread) if whole and spread else None
             if written is None and whole and positions is not None:
                 written = _cell_curve(cells[positions])
@@ -227,7 +243,11 @@ def _spec_rows(
             continue  # no count of accepted out of drafted tokens
         reading = Reading(offset=i)
         values: dict[str, Any] = {"accepted_tokens": accepted, "draft_tokens": drafted}
-        if rate is not None and (r := rate_of(_rate_cell(cells[rate]))) is not None:
+        percent = rate is not None and _in_percent(header[rate])
+        if (
+            rate is not None
+            and (r := rate_of(_percent_cell(_rate_cell(cells[rate]), percent))) is not None
+        ):
             values["acceptance_rate"] = r
         if length is not None and (n := cell_number(cells[length])) is not None and n[0] >= 1:
             values["mean_acceptance_length"] = n[0]
