@@ -21,7 +21,7 @@ from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.along import along
 from specscope.analysis.detectors.drift import drift
 from specscope.analysis.detectors.events import errors
-from specscope.analysis.detectors.load import concurrency, kv_saturation
+from specscope.analysis.detectors.load import concurrency, kv_saturation, queued
 from specscope.analysis.detectors.needed import gather_needed
 from specscope.analysis.detectors.positions import cliff, k_too_large
 from specscope.analysis.detectors.prefix_cache import prefix_cache
@@ -45,6 +45,7 @@ DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     prefix_cache,
     no_speedup,
     kv_saturation,
+    queued,
     drift,
     along,
     request_distribution,

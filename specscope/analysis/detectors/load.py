@@ -1,5 +1,6 @@
 """Acceptance under load: collapse with concurrency, a KV cache too full to take more
-sequences. (Whether speculation is faster at all: ``speedup``.)"""
+sequences, a benchmark whose requests queue. (Whether speculation is faster at all:
+``speedup``.)"""
 
 from __future__ import annotations
 
@@ -218,3 +219,69 @@ def kv_saturation(ev: Evidence) -> list[Finding]:
 
 def _share_lower(saturated: int, intervals: int, z: float) -> float:
     return wilson(saturated, intervals, z)[0]
+
+
+# What a benchmark's summary says of queueing rests on its means alone.
+QUEUED = "a benchmark's summary: mean TTFT against mean TPOT times the tokens of a request"
+
+
+def queued(ev: Evidence) -> list[Finding]:
+    """A benchmark whose requests waited longer for their first token than they then took
+    to generate the rest: a client keeps at most ``max_concurrency`` requests in flight, so
+    the wait is the server's. It held fewer than that (out of KV cache or batch slots): a
+    healthy server at capacity, slow by queueing, not by speculation. Over at least
+    ``queued_waves`` times the concurrency, so that later requests entered as earlier
+    ones left and the mean is no first wave's warm-up."""
+    cfg = ev.config["kv_cache_saturation"]
+    cols = (
+        "mean_ttft_ms",
+        "mean_tpot_ms",
+        "total_generated_tokens",
+        "successful_requests",
+        "max_concurrency",
+    )
+    if ev.bench.is_empty() or not set(cols) <= set(ev.bench.columns):
+        return []
+    rows = ev.bench.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in cols))
+    out = []
+    for row in rows.to_dicts():
+        n, conc = int(row["successful_requests"]), float(row["max_concurrency"])
+        if conc < 1 or n < cfg["queued_waves"] * conc:
+            continue
+        tokens = row["total_generated_tokens"] / n
+        decode = row["mean_tpot_ms"] * max(tokens - 1, 0.0)
+        ttft = row["mean_ttft_ms"]
+        if decode <= 0 or ttft < cfg["queued_ratio"] * decode:
+            continue
+        line = row["line"] or 0
+        out.append(
+            Finding(
+                kind="kv_cache_saturation",
+                severity=Severity.INFO,
+                run_id=row["run_id"],
+                source=row["source"],
+                lines=(line, row.get("end_line") or line),
+                window=(None, None),
+                explanation=f"Requests waited {ttft / 1000:,.1f} s on average for their "
+                f"first token, longer than the {decode / 1000:,.1f} s they then took to "
+                f"generate their {tokens:,.0f} tokens ({row['mean_tpot_ms']:.1f} ms a "
+                f"token), over {n} requests at most {conc:.0f} at a time: the server held "
+                "fewer requests than the benchmark kept in flight, and the rest queued for "
+                "KV cache space or batch slots. The slowness here is queueing, not "
+                "speculation.",
+                next_step="lower --max-concurrency to what the server holds, or give it "
+                "more KV cache (--gpu-memory-utilization, more GPUs, a shorter "
+                "--max-model-len); the server's engine lines (Running, Waiting, KV cache "
+                "usage) say which limit binds",
+                measured={"mean_ttft_ms": ttft, "mean_decode_ms": decode},
+                expected={"mean_ttft_ms below": cfg["queued_ratio"] * decode},
+                sample={"requests": n, "max_concurrency": conc},
+                confidence=Confidence(
+                    "suggestive",
+                    f"mean TTFT {ttft / decode:.1f}x the mean time to generate a request",
+                    {"requests": n},
+                    [QUEUED],
+                ),
+            )
+        )
+    return out
