@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from specscope.logs.parser import parse_text
 
 # fixtures/claims Crow#182/1 and colibri#8/3, as their threads wrap them.
@@ -130,18 +132,32 @@ def test_a_capital_after_a_full_line_goes_on_its_sentence() -> None:
     assert (line, said["claim"]) == (3, "slower")
 
 
-def test_a_file_is_read_as_the_line_parser_reads_its_paste(tmp_path) -> None:  # type: ignore[no-untyped-def]
+# World 189's paragraph wrapped at 80, and behind the envelopes a paste puts it in.
+PARAGRAPH = (
+    "In a high-concurrency scenario (max-concurrency > 20) using suffix decoding, we\n"
+    "observed a degradation in performance. The output token throughput in the vLLM\n"
+    "benchmark_serving was lower compared to when speculative decoding was not\n"
+    "enabled.\n"
+)
+ENVELOPES = {
+    "plain": "{}",
+    "quote": "> {}",
+    "compose": "vllm-1  | {}",
+    "kubectl": "[pod/vllm-0/vllm] {}",
+    "docker": "2026-11-24T10:01:21.000081887Z {}",
+    "ansi": "\x1b[32m{}\x1b[0m",
+}
+
+
+@pytest.mark.parametrize("envelope", ENVELOPES)
+def test_a_file_is_read_as_the_line_parser_reads_its_paste(tmp_path, envelope) -> None:  # type: ignore[no-untyped-def]
     """The bulk reader of a file passes over lines of no literal: a wrapped sentence's first
-    line (world 189's, wrapped at 80) and its rest are fed all the same."""
+    line and its rest are fed all the same, behind any envelope."""
     import specscope
 
-    text = (
-        "In a high-concurrency scenario (max-concurrency > 20) using suffix decoding, we\n"
-        "observed a degradation in performance. The output token throughput in the vLLM\n"
-        "benchmark_serving was lower compared to when speculative decoding was not\n"
-        "enabled.\n"
-    )
-    ((_, line, said),) = _claims(text)
+    text = "".join(ENVELOPES[envelope].format(s) + "\n" for s in PARAGRAPH.splitlines())
+    ((_, line, said),) = _claims(PARAGRAPH)
+    assert _claims(text) == [("bench", line, said)]
     path = tmp_path / "paste.log"
     path.write_text(text)
     specscope.ingest([path], store=tmp_path / "store", year=2026)
