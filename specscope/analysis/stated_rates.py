@@ -30,11 +30,49 @@ def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame
     out = _with_stated(spec, per_run)
     uncounted = out.filter(pl.col("draft_tokens").is_null())["run_id"].cast(pl.String)
     implied = printed_k(spec, uncounted.to_list())
-    return out.join(
-        implied.with_columns(pl.col("run_id").cast(out.schema["run_id"])),
-        on="run_id",
-        how="left",
-        maintain_order="left",
+    for extra in (implied, _references(spec, uncounted.to_list())):
+        out = out.join(
+            extra.with_columns(pl.col("run_id").cast(out.schema["run_id"])),
+            on="run_id",
+            how="left",
+            maintain_order="left",
+        )
+    return out
+
+
+def _references(spec: pl.LazyFrame, runs: list[str]) -> pl.DataFrame:
+    """The reference an author states beside the rate or mean length of a run without counts
+    ('34% vs the reported 74%': `extra`'s "reference", parsers/stated_acceptance.toml):
+    ``reference_rate`` or ``reference_length``, the first of the run's (one statement
+    starts a run of its own)."""
+    if "extra" not in spec.collect_schema().names():
+        return pl.DataFrame(
+            schema={
+                "run_id": pl.String,
+                "reference_rate": pl.Float64,
+                "reference_length": pl.Float64,
+            }
+        )
+    ref = pl.col("extra").cast(pl.String).str.json_path_match("$.reference").cast(pl.Float64)
+    return (
+        spec.filter(
+            pl.col("run_id").cast(pl.String).is_in(runs)
+            & pl.col("format").is_in(STATED_RATE_FORMATS)
+            & pl.col("extra").cast(pl.String).str.contains('"reference"', literal=True)
+        )
+        .select(
+            pl.col("run_id").cast(pl.String),
+            pl.when(pl.col("reported_rate").is_not_null()).then(ref).alias("reference_rate"),
+            pl.when(pl.col("mean_acceptance_length").is_not_null())
+            .then(ref)
+            .alias("reference_length"),
+        )
+        .group_by("run_id", maintain_order=True)
+        .agg(
+            pl.col("reference_rate").drop_nulls().first(),
+            pl.col("reference_length").drop_nulls().first(),
+        )
+        .collect()
     )
 
 

@@ -305,8 +305,30 @@ def stated_acceptance(row: Row) -> Row:
     said: dict[str, Any] = {"stated": quote}
     if low is not None and "reported_rate" in row:
         said["range"] = [round(float(low) / (100 if percent else 1), 12), row["reported_rate"]]
+    reference = _stated_reference(
+        row, row.pop("stated_reference", None), row.pop("reference_pct", None), bool(percent)
+    )
+    if reference is not None:
+        said["reference"] = reference
     row["extra"] = json.dumps(said, ensure_ascii=False)
     return row
+
+
+def _stated_reference(row: Row, raw: Any, pct: Any, percent: bool) -> float | None:
+    """The author's reference for the value stated ('34% vs the reported 74%', 'a mean
+    length of 1.9 while the model card says 3.2'), in the value's measure, or None where it
+    cannot be one: a length is a plain number from 1 to 17 (k + 1 at most), a rate a share
+    (a percentage, or a fraction where the value was one too)."""
+    if raw is None:
+        return None
+    value = float(raw)
+    if "mean_acceptance_length" in row:
+        return value if not pct and 1.0 < value <= 17.0 else None
+    if "reported_rate" not in row:
+        return None  # (counts: the sample itself is judged)
+    if pct or (percent and value > 1):
+        value /= 100
+    return round(value, 12) if 0.0 < value <= 1.0 else None
 
 
 # --- configuration ---------------------------------------------------------------------

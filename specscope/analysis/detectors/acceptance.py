@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from specscope.analysis.detectors.acceptance_stated import against_stated
 from specscope.analysis.detectors.acceptance_words import low_in_words
 from specscope.analysis.evidence import (
     K_ASSUMED,
@@ -338,6 +339,9 @@ def _low_claim(
     fraction = cfg["fraction_of_reference"]
     run = ev.runs.get(run_id, {})
     a1 = _FirstPosition(agg, trials)
+    stated = against_stated(ev, agg, trials)
+    if stated is not None:
+        return stated or None  # (empty: the value reaches the author's own reference)
     if method is None:
         return _learned_floor(
             ev,
