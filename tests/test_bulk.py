@@ -322,6 +322,44 @@ def test_bent_plain_lines_read_the_same_in_bulk(seed: int, tmp_path: Path) -> No
     _same(path, block_bytes=rng.choice([300, 2000, 1 << 20]))
 
 
+# Lines behind stamps that stack, or wrapped with each part behind a stamp of its own (or
+# one part alone behind one), as a container's log prints them (the core reads these).
+_STAMPED = [
+    lambda rng, t: t,
+    lambda rng, t: "2026-01-02T03:04:05.678Z " + t,
+    # `docker logs -t` of a log a container already stamped: two stamps, the first's year
+    lambda rng, t: "2026-01-02T03:04:05.678Z 2025-12-31T23:59:59.1Z " + t,
+    lambda rng, t: "vllm-1  | 2026-01-02T03:04:05Z 2025-12-31T23:59:59Z stdout F " + t,
+    lambda rng, t: (lambda i: f"2026-01-02T03:04:05.1Z {t[:i]}\n2026-01-02T03:04:05.2Z {t[i:]}")(
+        rng.randrange(1, len(t))
+    ),
+    lambda rng, t: (lambda i: f"2026-01-02T03:04:05.1Z {t[:i]}\n{t[i:]}")(rng.randrange(1, len(t))),
+    lambda rng, t: (lambda i: f"{t[:i]}\n2027-01-02T03:04:05.2Z {t[i:]}")(rng.randrange(1, len(t))),
+    lambda rng, t: (
+        lambda i: (
+            f"2026-01-02T03:04:05.1Z 2026-01-02T03:04:05.1Z {t[:i]}\n"
+            f"2026-01-02T03:04:05.2Z 2026-01-02T03:04:05.2Z {t[i:]}"
+        )
+    )(rng.randrange(1, len(t))),
+]
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_stamped_lines_read_the_same_in_bulk(seed: int, tmp_path: Path) -> None:
+    """Lines behind container stamps, two stamps, and records wrapped behind stamps, in
+    random order and blocks: both readers agree."""
+    rng = random.Random(1000 + seed)
+    lines = []
+    for i in range(rng.randrange(5, 60)):
+        text = rng.choice(_HEADS).format(s=i % 60) + rng.choice(_MESSAGES)
+        if rng.random() < 0.5:
+            text = rng.choice(_STAMPED)(rng, text)
+        lines.append(text)
+    path = tmp_path / "stamped.log"
+    path.write_text("\n".join(lines) + "\n")
+    _same(path, block_bytes=rng.choice([300, 2000, 1 << 20]))
+
+
 def test_a_run_summary_counts_drafts_that_only_the_config_tells(tmp_path: Path) -> None:
     """0.8.3-0.8.4 lines print no per-position list: drafts come from k in the run's
     config, and the summary's mean acceptance length is 1 + accepted / drafts."""

@@ -136,3 +136,54 @@ def test_there_are_real_records_of_each_kind() -> None:
     formats = {r.split("] ", 1)[1].split(":", 1)[0][:6] for r in RECORDS}
     assert {"SpecDe", "Engine"} <= formats
     assert len(RECORDS) >= 12 and len(ONE_EACH) >= 5
+
+
+# Container prefixes a line of a server's log is printed behind: `docker logs -t` and
+# kubectl's stamp, CRI's, compose's service name, and two stamps (`docker logs -t` of a
+# container that stamped its log already: the first stamp's year is the line's).
+STAMPS = {
+    "docker": "2026-11-24T10:00:{s:02d}.{n:09d}Z ",
+    "cri": "2026-11-24T10:00:{s:02d}.{n:09d}+01:00 stdout F ",
+    "compose": "vllm-1  | 2026-11-24T10:00:{s:02d}.{n:09d}Z ",
+    "twice": "2026-11-24T10:00:{s:02d}.{n:09d}Z 2025-05-24T11:55:21.{n:09d}Z ",
+}
+
+
+@pytest.mark.parametrize("stamp", sorted(STAMPS))
+@pytest.mark.parametrize("record", range(len(ONE_EACH)))
+def test_a_record_cut_at_every_column_behind_stamps_reads_as_the_line_parser_reads_it(
+    record: int, stamp: str, tmp_path: Path
+) -> None:
+    """Each part of a wrapped record behind a stamp of its own, as a container's log
+    prints a record a terminal cut; or the first part alone behind one, or the rest alone
+    (whose year the line parser gives the record: left to it). The core reads the record
+    with its rest where it cut inside a number, and the whole lines behind the stamps."""
+    line = ONE_EACH[record]
+    if not line.startswith("("):
+        return  # one already behind a prefix: the plain test reads it
+    count = 0
+
+    def s() -> str:
+        nonlocal count
+        count += 1
+        return STAMPS[stamp].format(s=count % 60, n=count)
+
+    lines = []
+    for column in range(1, len(line)):
+        head, rest = line[:column], line[column:]
+        lines += [s() + line, s() + head, s() + rest, s() + _access(line)]
+        lines += [s() + head, rest, head, s() + rest, s() + line]
+    path = tmp_path / "cut.log"
+    path.write_text("\n".join(lines) + "\n")
+    _same(path)
+    scanned = core.prepare_block(core.scanner(PLAN), PLAN, path.read_bytes())
+    assert scanned is not None
+    joined = int((scanned.records["_n"] > 0).sum())
+    m = _HEAD.search(line)
+    assert m is not None
+    body = line[m.end() :]
+    digits = sum(a.isdigit() and b.isdigit() for a, b in itertools.pairwise(body))
+    assert joined >= 2 * digits > 0  # each part stamped, and the rest bare
+    # The whole lines, behind two stamps too (but for a few the line parser reads first: a
+    # process's first line, a record that may change its process's k).
+    assert int((scanned.records["_n"] == 0).sum()) >= 1.8 * (len(line) - 1)

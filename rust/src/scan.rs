@@ -322,8 +322,11 @@ impl Scanner {
             None => return self.scan(text),
         };
         // Not between a record's line and the rest of it (`wrapped`: a rest never starts
-        // with '('; the line after a rest has no header to be the line before a rest).
-        if cut < b.len() && b[cut] != b'(' {
+        // with '(' behind its prefixes; a line that does not is no record's first line
+        // either, so the line after it is no rest).
+        let opens =
+            |at: usize| peeled(&b[at..]).is_some_and(|(cut, _)| b.get(at + cut) == Some(&b'('));
+        if cut < b.len() && !opens(cut) {
             match memchr(b'\n', &b[cut..]) {
                 Some(i) => cut += i + 1,
                 None => return self.scan(text),
@@ -377,24 +380,37 @@ impl Scanner {
         let mut year = -1;
         let mut odd_year = false; // digits that are not ASCII: the line parser reads those
         let mut unread = false; // the prefix's regex did not compile: the line parser's
-        if !clean.starts_with('(') {
+        let mut by_regex = false; // a prefix that is not ASCII: no record wrapped behind it
+                                  // Prefixes stack (`docker logs -t` of a log that a container already stamped): the
+                                  // line parser peels up to six decorations (`clean.clean_line`), the year of the
+                                  // first stamp kept; each peel here takes at most two of them.
+        for _ in 0..PEELS {
+            if clean.starts_with('(') {
+                break;
+            }
             let (cut, y) = match header::prefix(clean.as_bytes()) {
                 Ok(found) => found,
-                Err(header::NotAscii) => match self.prefix_by_regex(clean) {
-                    Some((cut, y, odd)) => {
-                        odd_year = odd;
-                        (cut, y)
+                Err(header::NotAscii) => {
+                    by_regex = true;
+                    match self.prefix_by_regex(clean) {
+                        Some((cut, y, odd)) => {
+                            odd_year |= odd;
+                            (cut, y)
+                        }
+                        None => {
+                            unread = true;
+                            (0, None)
+                        }
                     }
-                    None => {
-                        unread = true;
-                        (0, None)
-                    }
-                },
+                }
             };
-            if let Some(y) = y {
+            if let (Some(y), -1) = (y, year) {
                 year = y as i32;
             }
             clean = &clean[cut..];
+            if cut == 0 {
+                break;
+            }
         }
         let cb = clean.as_bytes();
         // `_WRAPPED`: what the line parser cleans away or reads as more than one line.
@@ -433,7 +449,7 @@ impl Scanner {
             {
                 kind = RECORD;
             } else if next.is_some_and(|rest| {
-                clean.len() == raw.len() && self.wrapped(out, h, body, rest, caches)
+                !coloured && !by_regex && self.wrapped(out, h, body, year, rest, caches)
             }) {
                 kind = RECORD;
                 took = true;
@@ -583,19 +599,33 @@ impl Scanner {
     /// rate` in a cut `A|vg Draft acceptance rate`, splits the rest into pieces the line
     /// parser weighs one by one, and the first, `vg`, adds nothing it can read). A first
     /// line that ends inside a literal is held by the line parser and joined as printed
-    /// (`grammar.unfinished`, `join_if_wrapped`): the same text. The rest starts nothing the line parser peels or
-    /// watches (a header, a container or compose prefix, a quote or list mark, brackets,
-    /// markup), and the two make a clean record of a shape. Any other wrap, a record over
-    /// three lines among them (its second line then ends a stretch and both are fed), is
-    /// left to the line parser.
+    /// (`grammar.unfinished`, `join_if_wrapped`): the same text. Each line may stand behind
+    /// container or compose prefixes of its own (a container's log stamps every line the
+    /// terminal's cut made), peeled from both as the line parser peels them; behind them
+    /// the rest starts nothing else the line parser peels or watches (a header, a quote or
+    /// list mark, brackets, markup), and the two make a clean record of a shape. Any other
+    /// wrap, a record over three lines among them (its second line then ends a stretch and
+    /// both are fed), or one behind colour, is left to the line parser.
     fn wrapped(
         &self,
         out: &mut BlockScan,
         h: &header::Header,
         body: &str,
+        year: i32,
         rest: &str,
         caches: &mut Caches,
     ) -> bool {
+        // The rest behind a prefix of its own (each line of a container's log is stamped):
+        // the line parser peels it as it peels the first line's. A year it shows is the
+        // record's only where the first line shows none (a line held: `held_year or
+        // year`): left to the line parser.
+        let Some((cut, rest_year)) = peeled(rest.as_bytes()) else {
+            return false;
+        };
+        if rest_year.is_some() && year == -1 {
+            return false;
+        }
+        let rest = &rest[cut..];
         let (b, r) = (body.as_bytes(), rest.as_bytes());
         let printable = |s: &[u8]| s.iter().all(|c| (0x20..0x7f).contains(c));
         let (Some(&last), Some(&first), Some(&end)) = (b.last(), r.first(), r.last()) else {
@@ -738,6 +768,28 @@ impl Keys {
         self.last = Some((key, pid));
         key
     }
+}
+
+/// How many times a line's prefixes are peeled: each `header::prefix` takes a compose
+/// name and a stamp, two of the line parser's six decorations (`clean.clean_line`).
+const PEELS: usize = 3;
+
+/// What the prefixes of a line take (peeled as `Scanner::line` peels them, ASCII only) and
+/// the first stamp's year; `None` where a prefix is not ASCII.
+fn peeled(s: &[u8]) -> Option<(usize, Option<u32>)> {
+    let (mut at, mut year) = (0, None);
+    for _ in 0..PEELS {
+        if s.get(at) == Some(&b'(') {
+            break;
+        }
+        let (cut, y) = header::prefix(&s[at..]).ok()?;
+        year = year.or(y);
+        at += cut;
+        if cut == 0 {
+            break;
+        }
+    }
+    Some((at, year))
 }
 
 /// `\d+\.\s` opens the line: a numbered list item, whose mark the line parser peels.

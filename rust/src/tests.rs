@@ -486,3 +486,29 @@ fn a_gzip_streams_content_digest_is_of_its_text() {
     assert_eq!(reader.content_digest(), None);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The same behind container stamps, one on each line or two (`docker logs -t` of a log a
+/// container stamped): the rests are joined, and two threads never part a record from
+/// its rest (the cut is looked for behind the prefixes).
+#[test]
+fn records_wrapped_behind_stamps_are_joined_on_either_thread() {
+    let line = "(APIServer pid=4741) INFO 04-07 17:19:59 [metrics.py:101] SpecDecoding metrics: Draft acceptance rate: 25.5%, Accepted: 449 tokens, Drafted: 1760 tokens, Per-position acceptance rate: 0.486, 0.218";
+    for stamp in [
+        "2026-05-24T11:55:21.123456789Z ",
+        "2026-05-24T11:55:21Z 2025-01-02T03:04:05.1Z ",
+    ] {
+        for lead in 0..20 {
+            let mut text = "x".repeat(lead) + "\n";
+            let mut pairs = 0;
+            while text.len() < (1 << 20) + 4096 {
+                let cut = 75 + pairs % 61; // inside the numbers and labels alike
+                text += &format!("{stamp}{}\n{stamp}{}\n", &line[..cut], &line[cut..]);
+                pairs += 1;
+            }
+            let one = SCANNER.scan(&text);
+            assert!(one.kind.iter().filter(|&&k| k == REST).count() > 1000);
+            assert!(one.year.contains(&2026) && !one.year.contains(&2025));
+            assert_eq!(SCANNER.scan_parallel(&text, 2), one);
+        }
+    }
+}

@@ -404,9 +404,13 @@ class _Walk:
         dated = env_idx[self.dated[env_idx]]
         if len(dated):
             last_seen = self.envelope(int(dated[-1]))
+        # The run goes on to the end of its last record (``Origin.end_line``): the rest's
+        # line of one wrapped over two.
+        end_env = int(env_idx[-1])
+        end_env += int(end_env + 1 < len(self.kind) and self.kind[end_env + 1] == REST)
         ordinal = parser.take_bulk(
             last_line=self.base + b,
-            envelope_line=self.base + int(env_idx[-1]) + 1,
+            envelope_line=self.base + end_env + 1,
             last_seen=last_seen,
             counts=counts,
             last_records=last,

@@ -90,6 +90,10 @@ def prepare_block(plan: BulkGrammar, block: bytes) -> Prepared | None:
     )
 
 
+# How many times a line's prefixes are peeled (`PEELS` of rust/src/scan.rs).
+PEELS = 3
+
+
 def classify(plan: BulkGrammar, text: pl.Series) -> pl.DataFrame:
     raw = pl.col("text")
     # What the line parser strips first (``clean.clean_line``): colour, then a container
@@ -99,14 +103,23 @@ def classify(plan: BulkGrammar, text: pl.Series) -> pl.DataFrame:
     df = pl.DataFrame([text]).with_columns(
         pl.when(coloured).then(raw.str.replace_all(ANSI, "")).otherwise(raw).alias("_clean")
     )
-    prefixed = ~t.str.starts_with("(")
-    year = pl.when(prefixed).then(t.str.extract(PREFIX, 1))
-    df = df.with_columns(
-        pl.when(prefixed).then(t.str.replace(PREFIX, "")).otherwise(t).alias("_clean"),
-        year.cast(pl.Int64, strict=False).alias("_year"),
-        # A year in digits that are not ASCII: the line parser reads it (Python's int does).
-        (year.is_not_null() & year.cast(pl.Int64, strict=False).is_null()).alias("_odd_year"),
-    )
+    # Prefixes stack (`docker logs -t` of a log a container stamped already): peeled as
+    # the core peels them, each peel a compose name and a stamp (two of the line parser's
+    # six decorations), the first stamp's year kept.
+    df = df.with_columns(pl.lit(None, pl.String).alias("_y"), pl.lit(False).alias("_odd_year"))
+    for _ in range(PEELS):
+        prefixed = ~t.str.starts_with("(")
+        year = pl.when(prefixed).then(t.str.extract(PREFIX, 1))
+        df = df.with_columns(
+            pl.when(prefixed).then(t.str.replace(PREFIX, "")).otherwise(t).alias("_clean"),
+            pl.coalesce(pl.col("_y"), year).alias("_y"),
+            # A year in digits that are not ASCII: the line parser reads it (Python's int does).
+            (
+                pl.col("_odd_year")
+                | (year.is_not_null() & year.cast(pl.Int64, strict=False).is_null())
+            ).alias("_odd_year"),
+        )
+    df = df.with_columns(pl.col("_y").cast(pl.Int64, strict=False).alias("_year")).drop("_y")
     candidate = t.str.starts_with("(") & t.str.contains("pid=", literal=True) & ~pl.col("_odd_year")
     for wrapped in WRAPPED:
         candidate = candidate & ~t.str.contains(wrapped)
