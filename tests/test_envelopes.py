@@ -245,3 +245,19 @@ def test_a_colour_reset_without_its_escape_leaves_a_header_that_starts_with_m(
     found '[metrics.py:96]' read as 'etrics.py:96]' on every line the line parser cleaned."""
     line = f"[0;36m(APIServer pid=1)[m INFO 04-07 17:19:59 {header} x"
     assert clean_line(line).text == f"(APIServer pid=1) INFO 04-07 17:19:59 {header} x"
+
+
+def test_a_bullet_is_peeled_before_a_records_label_not_before_an_authors_words():
+    """'- SpecDecoding metrics: ...' is a record pasted as a list item; '- Speculative
+    accept rate: 48.5%' is the author's bullet, which the bullets definition reads (world
+    350's rate, H7): peeling its '- ' left a line no definition reads."""
+    assert clean_line("- SpecDecoding metrics: Mean acceptance length: 1.00").text.startswith(
+        "SpecDecoding"
+    )
+    assert clean_line("1. Speculative metrics: Draft acceptance rate: 0.5").text.startswith(
+        "Speculative metrics"
+    )
+    rows = parse_text("Results on chat:\n- Speculative accept rate: 48.5%\n").tables["spec_decode"]
+    assert [(r["format"], r["reported_rate"]) for r in rows] == [
+        ("stated_acceptance_bullets", 0.485)
+    ]

@@ -31,7 +31,10 @@ _PREFIXES = regex.compile(
       | \s*\[pod/[^\]\s]+\]\s                                           # kubectl --prefix
       | \s*[A-Za-z0-9][\w.-]{0,80}\s*\|\s?(?!\s*\|)                     # compose service
       | \s*(?:>\s?)+                                                    # markdown quote
-      | \s*(?:[-*+]|\d+\.)\s+(?=\S)(?=.{0,12}(?:\(|INFO|WARN|ERROR|DEBUG|Spec|Engine))  # list
+      # a list item holding a record (its own label; '- Speculative accept rate: 48.5%' is
+      # an author's bullet, which the bullets definition reads with its '- ')
+      | \s*(?:[-*+]|\d+\.)\s+(?=\S)
+          (?=.{0,12}(?:\(|INFO|WARN|ERROR|DEBUG|Engine|SpecDecoding|Speculative\ metrics))
     )""",
     regex.VERBOSE,
 )
