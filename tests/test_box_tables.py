@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,23 @@ def test_a_table_in_boxes_reads_as_its_pipe_table() -> None:
     assert [label for label, _ in boxed] == [label for label, _ in piped]
     # and as tabulate's grid draws it, a rule between every row
     assert [rate for _, rate in _rates(TABULATE_GRID)] == [0.746, 0.485]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "┌" + "─" * 500_000 + " x",  # a rule that never closes: no corner at its end
+        "╞" + "═╪" * 250_000,
+        "+-----" * 170_000,  # tabulate's rule, cut before its last '+' (a hostile paste)
+        "│" + " a" * 250_000,
+    ],
+    ids=["open-rule", "joints", "plus-rule", "open-row"],
+)
+def test_a_megabyte_line_of_box_characters_is_looked_at_once(line: str) -> None:
+    """Overlapping classes under stars backtracked in the square of the line: an open rule
+    of 8,000 characters took 0.7 s, a megabyte's would take hours (CI's guard on long
+    lines of tabulate's '+-----' failed at 42 s). Bounded in CPU seconds, far above a
+    linear read (about 0.02 s) and far below a square's."""
+    start = time.process_time()
+    unboxed(line)
+    assert time.process_time() - start < 2

@@ -21,15 +21,16 @@ _BARS = "│┃║"
 _JOINTS = "┌┐└┘├┤┬┴┼┏┓┗┛┣┫┳┻╋┡┩┢┪╇╈┠┨┯┷┿╂╔╗╚╝╠╣╦╩╬╒╕╘╛╞╡╤╧╪╓╖╙╜╟╢╥╨╫"
 _HORIZONTALS = "─━═┄┅┈┉╌╍"
 # A row drawn with box bars: one opens it (after indentation or a quote's '>').
-_BOX_ROW = regex.compile(rf"^(?P<lead>[\s>]*)[{_BARS}].*[{_BARS}]\s*$")
-# A rule of box characters: a corner or joint at each end, horizontals between.
-_BOX_RULE = regex.compile(
-    rf"^(?P<lead>[\s>]*)[{_JOINTS}][{_JOINTS}{_HORIZONTALS}\s]*[{_HORIZONTALS}]"
-    rf"[{_JOINTS}{_HORIZONTALS}\s]*[{_JOINTS}]\s*$"
-)
+_BOX_ROW = regex.compile(rf"^(?P<lead>[\s>]*+)[{_BARS}].*[{_BARS}]\s*$")
+# A rule of box characters: a corner or joint at each end, horizontals between (the ends
+# and the horizontal are checked apart: classes that overlap, each under a star, backtrack
+# in the square of a long line's length).
+_BOX_RULE = regex.compile(rf"^(?P<lead>[\s>]*+)(?=[{_JOINTS}])[{_JOINTS}{_HORIZONTALS}\s]*+$")
+_A_HORIZONTAL = regex.compile(rf"[{_HORIZONTALS}]")
 # tabulate's ASCII rule: '+' at each end and between columns, '-' or '=' between ('+:---+'
 # where a column is aligned).
-_PLUS_RULE = regex.compile(r"^(?P<lead>[\s>]*)\+(?:[-=:]{3,}\+)+\s*$")
+# (possessive: a line of a megabyte of '+-----' that does not end in '+' fails at once)
+_PLUS_RULE = regex.compile(r"^(?P<lead>[\s>]*+)\+(?:[-=:]{3,}+\+)++\s*+$")
 _TO_PIPE = str.maketrans(
     {**dict.fromkeys(_BARS + _JOINTS, "|"), **dict.fromkeys(_HORIZONTALS, "-"), "+": "|", "=": "-"}
 )
@@ -48,6 +49,8 @@ def unboxed(line: str) -> str:
         if m is None:
             continue
         body = line[m.end("lead") :].rstrip()
+        if shape is _BOX_RULE and (body[-1] not in _JOINTS or not _A_HORIZONTAL.search(body)):
+            continue
         if shape is _BOX_ROW:
             return m.group("lead") + body.translate(_BARS_TO_PIPE)
         return m.group("lead") + body.replace(" ", "").translate(_TO_PIPE)
