@@ -43,6 +43,10 @@ def _cliffs(text: str) -> list[str]:
         "Why does acceptance collapse past draft position 1 with the FP8 head?",
         # (the shares alone: the first position high, one of the next three dead)
         "On our traffic per-position acceptance is 88% at position 0 and 2% at position 2.",
+        # (the positions past one named by its ordinal: fixtures/world/357, and a variant)
+        "At ctx=128 the mean accepted length is 1.2549 at depth 3 and exactly 1.2549 at 4, 5 "
+        "and 6 \u2014 proposals past the third are never accepted.",
+        "Acceptance collapses after the second draft token with the FP8 head.",
         # (a plain fall of the later positions, read where a setting causes it)
         "When enforce_eager=False is set, the acceptance rate of the second and third tokens "
         "will decrease.",
@@ -89,6 +93,9 @@ def test_a_cliff_in_words_is_read(text: str) -> None:
         # a depth or a recipe's step is no position; a collapse to a level a drafter keeps
         "depths 2-3 collapse to ~44-62% acceptance and pay the over-draft cost on every forward",
         "Step 3: acceptance collapses when the prompt is short.",
+        # an ordinal of something else than the draft, and a hypothesis about the proposals
+        "Acceptance collapsed after the third day of traffic.",
+        "If proposals past the third are never accepted, depth 4 is wasted.",
         # the first position alone is low acceptance, not a cliff
         "MTP acceptance collapses at position 0 on this checkpoint.",
         # a collapse said to be over

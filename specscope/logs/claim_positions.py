@@ -49,6 +49,16 @@ _AFTER = re.compile(
     r"|(?:match[\s-])?depth\s*[~≈]?\s*\d{1,2})(?![\w.%])",  # ('past match-depth 3')
     re.I,
 )
+# The positions past one named by its ordinal, with a word of the draft on either side
+# ('proposals past the third', 'after the second draft token'); an ordinal alone ('after the
+# third day') is no position. The index is the one after the ordinal's.
+_PAST_ORD = re.compile(
+    r"(?<![\w-])(?:proposals?|drafts?|(?:draft(?:ed)?\s+)?tokens?|positions?)\s+(?:past|after|beyond)"
+    r"\s+the\s+(first|1st|second|2nd|third|3rd|fourth|4th)(?![\w-])"
+    r"|(?<![\w-])(?:past|after|beyond)\s+the\s+(first|1st|second|2nd|third|3rd|fourth|4th)\s+"
+    r"(?:draft(?:ed)?\s+)?(?:tokens?|positions?|proposals?|drafts?)(?![\w-])",
+    re.I,
+)
 _ZH_LATER = re.compile(r"第\s*[二三四五六七八2-8]\s*个?\s*(?:token|位置|草稿|预测|头)", re.I)
 # A per-position measure, or the measure beside a position ('per-position MTP acceptance').
 _PER_POSITION = re.compile(
@@ -138,7 +148,11 @@ def read_positions(lex: Lexicon, clause: str, conditioned: bool = False) -> Clai
     if collapse is not None and cond is not None and cond.start() < later.start():
         collapse = None  # ('the signature only when later positions also collapse': a rule)
     if collapse is not None and not negated(lex, clause, collapse.start()):
-        if _FIRST_ONLY.search(clause) and _AFTER.search(clause) is None:
+        if (
+            _FIRST_ONLY.search(clause)
+            and _AFTER.search(clause) is None
+            and later.re is not _PAST_ORD
+        ):
             return None  # ('collapses at position 0': the first position's, low acceptance)
         return _cliff(clause)
     if (numbers := _by_numbers(clause)) is not None:
@@ -176,6 +190,9 @@ def _index(m: re.Match[str]) -> int | None:
     """The 0-based index of the later position named, where the words give it (counted from
     0 where a number is written: vLLM's 'position 2' is the third; one past it after 'after
     position N')."""
+    if m.re is _PAST_ORD:
+        ordinal = (m[1] or m[2]).lower()
+        return 1 if ordinal in ("first", "1st") else _ORDINALS[ordinal] + 1
     digits = re.search(r"\d+", m[0])
     if digits is not None:
         return int(digits[0]) + (1 if m.re is _AFTER else 0)
@@ -187,7 +204,7 @@ def _later_named(clause: str) -> re.Match[str] | None:
     """Where the clause names a position past the first: after one ('after position 0'),
     an ordinal, a number above 1, or 1 with what follows it ('positions 1 and above', '1+':
     0-based counting; 'position 1' alone may be the first, counted from 1)."""
-    after = _AFTER.search(clause)
+    after = _AFTER.search(clause) or _PAST_ORD.search(clause)
     if after is not None:
         return after
     for m in _LATER.finditer(clause):
