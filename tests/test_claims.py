@@ -43,6 +43,9 @@ def test_sentences_end_at_a_full_stop_that_is_no_decimal_point() -> None:
         "I see TPOT went up with speculative decoding compared to no-spec",
         "Honestly DFlash brought no speedup for us.",
         "It works, but I'm seeing a slowdown with the drafter.",
+        # (the only speed stated is the baseline's: no pair, the word stands; world 343)
+        "decode is *slower* than with no speculation at all (61 tok/s baseline on this box).",
+        "With MTP, generation is slower than without it (61 tok/s without MTP).",
     ],
 )
 def test_a_slowdown_in_words_is_read(text: str) -> None:
@@ -67,6 +70,9 @@ def test_a_slowdown_in_words_is_read(text: str) -> None:
         "I found EAGLE-3 is slower than EAGLE-2 here.",
         "Our throughput decreased compared to yesterday.",
         "If acceptance is low, MTP can be slower than not using it.",
+        # a speed of either side, or a ratio, bound to no side: the numbered shapes' to read
+        "MTP is slower than without it, 45 tok/s vs 61 tok/s baseline.",
+        "MTP is slower than without it at 45 tok/s (61 tok/s baseline).",
         # a rule, not an observation
         "By default a request stops speculating once its cycles measure slower than plain decode.",
     ],
