@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -94,6 +95,18 @@ def _glued_pairs(tmp_path: Path, first: str) -> tuple[Path, int]:
     return path, sum(_k(second) is None for second in RECORDS)
 
 
+def _joined(path: Path, line: str) -> tuple[Any, int, int]:
+    """The core's records of ``path``, how many it joined from parts, and the places in
+    ``line``'s message where a cut falls inside a number (two digits side by side)."""
+    scanned = core.prepare_block(core.scanner(PLAN), PLAN, path.read_bytes())
+    assert scanned is not None
+    joined = int((scanned.records["_n"] > 0).sum())
+    m = _HEAD.search(line)
+    assert m is not None
+    body = line[m.end() :]
+    return scanned, joined, sum(a.isdigit() and b.isdigit() for a, b in itertools.pairwise(body))
+
+
 @pytest.mark.parametrize("first", range(len(RECORDS)))
 def test_every_pair_glued_reads_as_the_line_parser_reads_it(first: int, tmp_path: Path) -> None:
     path, pairs = _glued_pairs(tmp_path, RECORDS[first])
@@ -122,13 +135,7 @@ def test_a_record_cut_at_every_column_reads_as_the_line_parser_reads_it(
     # a container's prefix it leaves (its rest would be printed behind one too).
     if not line.startswith("("):
         return
-    scanned = core.prepare_block(core.scanner(PLAN), PLAN, path.read_bytes())
-    assert scanned is not None
-    joined = int((scanned.records["_n"] > 0).sum())
-    m = _HEAD.search(line)
-    assert m is not None
-    body = line[m.end() :]
-    digits = sum(a.isdigit() and b.isdigit() for a, b in itertools.pairwise(body))
+    _, joined, digits = _joined(path, line)
     assert joined >= digits > 0
 
 
@@ -176,13 +183,7 @@ def test_a_record_cut_at_every_column_behind_stamps_reads_as_the_line_parser_rea
     path = tmp_path / "cut.log"
     path.write_text("\n".join(lines) + "\n")
     _same(path)
-    scanned = core.prepare_block(core.scanner(PLAN), PLAN, path.read_bytes())
-    assert scanned is not None
-    joined = int((scanned.records["_n"] > 0).sum())
-    m = _HEAD.search(line)
-    assert m is not None
-    body = line[m.end() :]
-    digits = sum(a.isdigit() and b.isdigit() for a, b in itertools.pairwise(body))
+    scanned, joined, digits = _joined(path, line)
     assert joined >= 2 * digits > 0  # each part stamped, and the rest bare
     # The whole lines, behind two stamps too (but for a few the line parser reads first: a
     # process's first line, a record that may change its process's k).
