@@ -45,7 +45,8 @@ def _references(spec: pl.LazyFrame, runs: list[str]) -> pl.DataFrame:
     ('34% vs the reported 74%': `extra`'s "reference", parsers/stated_acceptance.toml):
     ``reference_rate`` or ``reference_length``, the first of the run's (one statement
     starts a run of its own)."""
-    if "extra" not in spec.collect_schema().names():
+    # (a store of telemetry has counts in every run: nothing to look up, no column read)
+    if not runs or "extra" not in spec.collect_schema().names():
         return pl.DataFrame(
             schema={
                 "run_id": pl.String,
