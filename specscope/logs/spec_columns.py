@@ -1,0 +1,120 @@
+"""Runs as columns beside runs as rows: an author's table whose acceptance columns each
+name a run of their own ('| drafter | code accept (median) | code tok/s | narrative accept
+| narrative tok/s |', '| n_max | acceptance (main) | acceptance (PR) |'), read a record a
+cell: the row's run under the column's (``qualified_runs``). The words that name a column
+so are the definition's ``qualified`` key, those that name no run (a statistic: 'median',
+'agg') its ``not_a_run``; which measure a bare 'accept' column holds, a share or a mean
+length, its cells tell (``_form``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from specscope.logs.definitions import Definition
+from specscope.logs.reading import Reading
+from specscope.logs.table_shapes import cell_number, key_of, rate_of
+
+# A cell with no value of its run: a dash, 'n/a', empty.
+_NONE = regex.compile(r"\s*(?:-+|—|–|n/?a|none)?\s*", regex.I)
+# Mean lengths as authors print them: a decimal, at least the token the target adds.
+_LENGTH = regex.compile(r"[~≈]?\s*\d{1,2}\.\d{1,3}")
+# No draft is longer than this: a column with a larger value holds no mean length.
+_MAX_LENGTH = 33.0
+
+
+def qualified_runs(
+    defn: Definition, header: list[str], body: list[tuple[int, list[str]]]
+) -> list[Reading]:
+    """A record for each cell of two or more acceptance columns that name their runs
+    ('acceptance (main)', 'acceptance (PR)'), the row's label and the column's run in its
+    extra, its k where a column of the row gives the depth ('n_max'); partial, with the
+    rate as printed (``reported_rate``) or the mean length, no count made up. A column
+    whose measure its header leaves open and its cells do not settle (``_form``) is not
+    read; fewer than two records are none (a length alone, k unstated, is nothing to
+    judge: beside another run it is)."""
+    key, plain = key_of(defn, "qualified"), key_of(defn, "not_a_run")
+    if key is None or plain is None:
+        return []
+    rows = [(i, cells) for i, cells in body if len(cells) == len(header)]
+    columns: list[tuple[int, str, str]] = []  # (column, run, measure)
+    for c, head in enumerate(header):
+        m = key.fullmatch(head.strip()) if c > 0 else None
+        if m is None:
+            continue
+        said = " ".join(x for x in (m.group("before"), m.group("after")) if x)
+        run = " ".join(w for w in said.split() if not plain.fullmatch(w))
+        measure = _form(m.group("measure"), [cells[c] for _, cells in rows]) if run else None
+        if measure is not None:
+            columns.append((c, run, measure))
+    if len(columns) < 2 or len({run for _, run, _ in columns}) < len(columns):
+        return []
+    depth = _column(defn, "depth", header)
+    readings: list[Reading] = []
+    for i, cells in rows:
+        for c, run, measure in columns:
+            values = _value(cells[c], measure)
+            if values is None:
+                continue
+            if depth is not None and (k := _k(cells[depth])) is not None:
+                values["k"] = k
+            reading = Reading(offset=i)
+            reading.values = values
+            reading.extra = {"row": cells[0], "column": run}
+            readings.append(reading)
+    return readings if len(readings) >= 2 else []
+
+
+def _form(word: str, cells: list[str]) -> str | None:
+    """The measure of a column: a rate or a length where its header's word says so
+    ('acceptance', 'accept rate', 'accept length'); a bare 'accept' (SGLang's and oMLX's
+    word for a length, a share or counts) by its cells: shares if every value is one
+    ('0.319'), mean lengths if every value is a decimal of at least 1 and one is over 1
+    ('5.25', '1.00'); else none (a percent without its sign could be either)."""
+    low = word.lower()
+    if regex.search(r"len|τ|tau", low):
+        return "length"
+    if low != "accept":
+        return "rate"
+    values = [c for c in cells if not _NONE.fullmatch(c)]
+    if not values:
+        return None
+    if all(rate_of(v.strip()) is not None for v in values):
+        return "rate"
+    if not all(_LENGTH.fullmatch(v.strip()) for v in values):
+        return None
+    lengths = [float(v.strip().lstrip("~≈ ")) for v in values]
+    if min(lengths) >= 1.0 and 1.0 < max(lengths) <= _MAX_LENGTH:
+        return "length"
+    return None
+
+
+def _value(cell: str, measure: str) -> dict[str, Any] | None:
+    if _NONE.fullmatch(cell):
+        return None
+    text = regex.sub(r"^\s*[~≈]\s*", "", cell)
+    if measure == "rate":
+        r = rate_of(text)
+        return None if r is None else {"reported_rate": r, "partial": True}
+    n = cell_number(text)
+    if n is None or n[1] or not 1.0 <= n[0] <= _MAX_LENGTH:
+        return None
+    return {"mean_acceptance_length": n[0], "partial": True}
+
+
+def _column(defn: Definition, role: str, header: list[str]) -> int | None:
+    key = key_of(defn, role)
+    found = [c for c, h in enumerate(header) if key is not None and key.fullmatch(h.strip())]
+    return found[0] if len(found) == 1 else None
+
+
+def _k(cell: str) -> int | None:
+    n = cell_number(cell)
+    if n is None or n[1] or not n[0].is_integer() or not 1 <= n[0] <= 64:
+        return None
+    return int(n[0])
+
+
+__all__ = ["qualified_runs"]
