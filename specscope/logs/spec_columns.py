@@ -67,6 +67,64 @@ def qualified_runs(
     return readings if len(readings) >= 2 else []
 
 
+# The roles whose words make a header cell a measure, no run's name.
+_MEASURES = (
+    "counts",
+    "rate",
+    "length",
+    "per_position",
+    "position",
+    "qualified",
+    "drafts",
+    "depth",
+    "other_measure",
+)
+
+
+def corner_runs(
+    defn: Definition, header: list[str], body: list[tuple[int, list[str]]]
+) -> list[Reading]:
+    """A table whose first header cell names the measure of every cell under the others
+    ('|accept length|tree draft|chain draft|', rows '|t=0.0|2.14| 1.69 |'): the columns are
+    runs, the rows their settings, a record a cell (the row's label and the column's name in
+    its extra), partial, the rate as printed or the mean length. Only where the corner's
+    words are a rate's or a length's (``rate``, ``length``) and no other header cell names a
+    measure; fewer than two records are none."""
+    rate, length = key_of(defn, "rate"), key_of(defn, "length")
+    corner = header[0].strip()
+    measure = (
+        "length"
+        if length is not None and length.search(corner)
+        else "rate"
+        if rate is not None and rate.fullmatch(corner)
+        else None
+    )
+    runs = list(range(1, len(header)))
+    if measure is None or len(runs) < 2:
+        return []
+    keys = [k for role in _MEASURES if (k := key_of(defn, role)) is not None]
+    if any(not header[c].strip() or any(k.search(header[c]) for k in keys) for c in runs):
+        return []
+    readings: list[Reading] = []
+    for i, cells in body:
+        # (a row's first cell its setting, 't=0.0', 'chat'; a bare number is a value)
+        if (
+            len(cells) != len(header)
+            or cell_number(cells[0])
+            or any(k.search(cells[0]) for k in keys)
+        ):
+            continue
+        for c in runs:
+            values = _value(cells[c], measure)
+            if values is None:
+                continue
+            reading = Reading(offset=i)
+            reading.values = values
+            reading.extra = {"row": cells[0], "column": header[c].strip()}
+            readings.append(reading)
+    return readings if len(readings) >= 2 else []
+
+
 def _form(word: str, cells: list[str]) -> str | None:
     """The measure of a column: a rate or a length where its header's word says so
     ('acceptance', 'accept rate', 'accept length'); a bare 'accept' (SGLang's and oMLX's
@@ -117,4 +175,4 @@ def _k(cell: str) -> int | None:
     return int(n[0])
 
 
-__all__ = ["qualified_runs"]
+__all__ = ["corner_runs", "qualified_runs"]

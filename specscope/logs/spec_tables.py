@@ -13,7 +13,7 @@ import regex
 
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
-from specscope.logs.spec_columns import qualified_runs
+from specscope.logs.spec_columns import corner_runs, qualified_runs
 from specscope.logs.table_shapes import (
     RULE,
     caption_measure,
@@ -205,7 +205,9 @@ def _spec_rows(
     if counts is None and not spread and positions is None:
         if runs:
             return _lengths_alone(header, body, length, column("depth"))
-        if rate is None and length is None and (named := qualified_runs(defn, header, body)):
+        if rate is None and length is None and (
+            named := qualified_runs(defn, header, body) or corner_runs(defn, header, body)
+        ):
             named[0].more = named[1:]
             return named[0]
         # Lengths alone as points along a context length: each a partial record of its
