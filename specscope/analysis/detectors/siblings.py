@@ -12,9 +12,11 @@ twice with one thing changed, where the careful reader's verdict is the comparis
   same k, or the first positions of each where k differs or may differ): ``known_margin`` where
   the paste names what changes (a table's row labels, a config that differs) and it is not a
   change expected to lower acceptance (temperature, dataset or task, another drafter, the
-  context), else the stricter ``unknown_margin``. Acceptance varies that much between
-  datasets alone (per subset 2.64-4.57 accepted tokens, English 6.4 against Chinese 3.3: a
-  ratio of tau - 1 of about 0.45), so a side unlabelled must fall under that.
+  context: ``sibling_change``), else the stricter ``unknown_margin``. Acceptance varies that
+  much between datasets alone (per subset 2.64-4.57 accepted tokens, English 6.4 against
+  Chinese 3.3: a ratio of tau - 1 of about 0.45), so a side unlabelled must fall under that.
+  Where what changes is code on the same setup (a version, a build, a fix) and both sides
+  have counts, the looser ``regression_margin``: a regression the bounds prove.
 
 With counts on both sides the claims are interval tests on drafts as trials; numbers
 printed or stated without counts are taken as they are, and the finding is at most
@@ -24,7 +26,6 @@ suggestive.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from functools import partial
 from itertools import combinations
@@ -32,6 +33,8 @@ from typing import Any
 
 import polars as pl
 
+from specscope.analysis.detectors.sibling_change import change as change_between
+from specscope.analysis.detectors.sibling_change import confounded
 from specscope.analysis.detectors.sibling_cliff import cliff_against
 from specscope.analysis.detectors.sibling_depths import Reading, readings
 from specscope.analysis.evidence import (
@@ -50,24 +53,6 @@ from specscope.analysis.siblings import Side
 from specscope.stats import one_sided, wilson
 
 _AS_PRINTED = "no draft counts on both sides: the printed values taken as they are"
-
-# Words that, where two sides' labels differ by them, name a change a careful reader
-# expects to lower acceptance: sampling, the workload, the drafter or its depth, the
-# context. (A regression between versions, a cache path, a disaggregated decode are not.)
-_EXPECTED = re.compile(
-    r"temp(?:erature)?|sampl\w*|top[-_ ]?[pk]|greedy|random|"
-    r"data(?:set)?s?|tasks?|code|coding|chat|math|gsm8k|humaneval|mbpp|mt-?bench|sharegpt|"
-    r"alpaca|summar\w*|translat\w*|writing|reasoning|thinking|english|chinese|language|"
-    r"prompts?|eagle-?\d*|mtp|ngram|n-gram|suffix|dflash|dspark|medusa|lookahead|drafters?|"
-    r"draft|heads?|depth|n-max|long|short|\d+(?:\.\d+)?k",
-)
-# Settings whose value is a label's number ('temperature 0' against 'temperature 1.0'):
-# two labels that differ in numbers alone beside one of them change that setting.
-_SETTINGS = re.compile(
-    r"temp(?:erature)?|t|top[-_ ]?[pk]|k|depth|steps?|n-max|num_speculative_tokens|"
-    r"context|ctx|len(?:gth)?|tok(?:ens)?|prompt|input|output|batch|bs|concurrency",
-)
-_NUMBER = re.compile(r"[~≈]?\d+(?:[.,]\d+)?[kmx%]?")
 
 
 def siblings(ev: Evidence) -> list[Finding]:
@@ -94,7 +79,7 @@ def _k_sweeps(ev: Evidence, sides: list[Side]) -> list[Finding]:
     for a, b in combinations(sides, 2):
         if not (a.k and b.k) or a.k == b.k or not _alike(ev, a, b):
             continue
-        if _confounded(a, b):
+        if confounded(a, b):
             continue
         small, large = (a, b) if a.k < b.k else (b, a)
         if (large.run_id, large.k) in blamed:
@@ -317,7 +302,7 @@ def _far_below(ev: Evidence, sides: list[Side]) -> list[Finding]:
         ]
         best: tuple[Finding, float] | None = None
         for high in peers:
-            change = _change(ev, low, high)
+            change = change_between(low, high, ev.runs)
             # Like with like: at the positions both draft (``sibling_depths``).
             reads = _readings(ev, low, high)
             if change == "expected" or not reads or not reads[0].points[1] > reads[0].points[0]:
@@ -328,13 +313,29 @@ def _far_below(ev: Evidence, sides: list[Side]) -> list[Finding]:
             if found is not None:
                 best = (found, math.inf)
                 break
-            margin = float(cfg["known_margin" if change == "named" else "unknown_margin"])
-            found = _below(ev, low, high, margin, change, reads)
+            found = _below(ev, low, high, _margin(cfg, change, low, high, ev), change, reads)
             if found is not None and (best is None or gains[id(high)] > best[1]):
                 best = (found, gains[id(high)])
         if best is not None:
             out.append(best[0])
     return out
+
+
+def _margin(cfg: Mapping[str, Any], change: str, low: Side, high: Side, ev: Evidence) -> float:
+    """The share of its sibling's tau - 1 under which a side is low. A change of code on the
+    same setup (``regression``) should keep acceptance where it was: with counts on both
+    sides, a drop of tau - 1 past ``regression_margin`` that the bounds prove is the
+    regression a reader calls low (world 137: 1.73 against 2.22 tokens a draft on tens of
+    thousands of drafts); printed values alone cannot tell that from rounding and run-to-run
+    spread, and are held to ``known_margin`` as any named change."""
+    if change == "unknown":
+        return float(cfg["unknown_margin"])
+    margin = float(cfg["known_margin"])
+    if change == "regression":
+        tl, th = _trials(ev, low), _trials(ev, high)
+        if tl is not None and th is not None and not (tl.assumptions or th.assumptions):
+            return max(margin, float(cfg["regression_margin"]))
+    return margin
 
 
 def _readings(ev: Evidence, low: Side, high: Side) -> list[Reading]:
@@ -363,11 +364,15 @@ def _below(
         f"a draft{told.said} {low.name} < {margin:.0%} of {'lower ' if counted else ''}"
         f"{bh:.2f} {high.name}"
     )
-    why = (
-        "the paste names what changes between them"
-        if change == "named"
-        else "what changes between them is not said, so only a drop past what a change of "
-        "dataset alone gives is called"
+    why = {
+        "named": "the paste names what changes between them",
+        "regression": "the paste names a change of version, build or fix between them, which "
+        "should leave acceptance where it was"
+        + ("; the drop is past sampling noise at the bounds" if counted else ""),
+    }.get(
+        change,
+        "what changes between them is not said, so only a drop past what a change of "
+        "dataset alone gives is called",
     )
     sample = _sample(ev, low, high, tl, th, counted)
     finding = _finding(
@@ -420,56 +425,6 @@ def _assumed(counted: bool, *trials: Trials) -> list[str]:
 def _gain(ev: Evidence, side: Side) -> float | None:
     t = _trials(ev, side)
     return None if t is None else t.rate * t.k
-
-
-def _change(ev: Evidence, a: Side, b: Side) -> str:
-    """What the paste says changes between two sides: "expected" (a change that lowers
-    acceptance by design), "named" (another change it names), or "unknown"."""
-    wa, wb = _words(a.labels), _words(b.labels)
-    if a.labels and b.labels:
-        differ = wa ^ wb
-        if any(_EXPECTED.fullmatch(w) for w in differ):
-            return "expected"
-        if (
-            differ
-            and all(_NUMBER.fullmatch(w) for w in differ)
-            and any(_SETTINGS.fullmatch(w) for w in wa & wb)
-        ):
-            return "expected"
-        if differ:
-            return "named"
-    ra, rb = ev.runs.get(a.run_id, {}), ev.runs.get(b.run_id, {})
-    for key in (
-        "quantization",
-        "kv_cache_dtype",
-        "enable_prefix_caching",
-        "vllm_version",
-        "tensor_parallel_size",
-        "data_parallel_size",
-        "attention_backend",
-    ):
-        if ra.get(key) is not None and rb.get(key) is not None and ra[key] != rb[key]:
-            return "named"
-    return "unknown"
-
-
-# A label's words that name the depth itself ('k=3', 'nst 5', '3 steps').
-_DEPTH = re.compile(r"k|nst|steps?|depth|n-max|num_speculative_tokens|draft|tokens?|spec")
-
-
-def _confounded(a: Side, b: Side) -> bool:
-    """Do two sides' labels change something besides k that lowers acceptance by itself
-    (k=3 on chat against k=5 on code)? Then the depth is not what the comparison shows."""
-    if not (a.labels and b.labels):
-        return False
-    differ = _words(a.labels) ^ _words(b.labels)
-    rest = {w for w in differ if not (_NUMBER.fullmatch(w) or _DEPTH.fullmatch(w))}
-    return any(_EXPECTED.fullmatch(w) for w in rest)
-
-
-def _words(labels: list[str]) -> set[str]:
-    text = " ".join(labels).lower().replace("=", " ")
-    return {w.rstrip(".") for w in re.findall(r"[~≈]?[a-z0-9][a-z0-9.\-_%]*", text)}
 
 
 def _alike(ev: Evidence, a: Side, b: Side) -> bool:

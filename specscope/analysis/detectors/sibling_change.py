@@ -1,0 +1,134 @@
+"""What a paste says changes between two of its sides (``analysis.siblings``), read from the
+words their labels differ by (a table's rows, a bullet's label) and the runs' settings:
+
+- ``expected``: a change that lowers acceptance by design: sampling, the workload, the
+  context, the depth, or one drafter against another (each side naming its own);
+- ``regression``: a change of code on the same setup, which should leave acceptance where it
+  was: a version, a build, a commit, a fix ('before' / 'after'), and nothing else in the
+  labels' words;
+- ``named``: another change the paste names (a cache path, disaggregation, a flag, another
+  serving stack on the same weights);
+- ``unknown``: nothing said (acceptance varies between datasets alone by a ratio of tau - 1
+  of about 0.45, so only a drop past that is called).
+
+A drafter named by one side only, against a side that names a serving stack ('This repo
+(DSpark)' against 'r0b0tlab vLLM SM121', world 348), is the same drafter on two stacks, not
+two drafters compared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from specscope.analysis.siblings import Side
+
+# Words that name a change a careful reader expects to lower acceptance: sampling, the
+# workload, the drafter's depth, the context. (A regression between versions, a cache path,
+# a disaggregated decode are not.)
+_EXPECTED = re.compile(
+    r"temp(?:erature)?|sampl\w*|top[-_ ]?[pk]|greedy|random|"
+    r"data(?:set)?s?|tasks?|code|coding|chat|math|gsm8k|humaneval|mbpp|mt-?bench|sharegpt|"
+    r"alpaca|summar\w*|translat\w*|writing|reasoning|thinking|english|chinese|language|"
+    r"prompts?|draft|heads?|depth|n-max|long|short|\d+(?:\.\d+)?k",
+)
+# The drafters by name: two sides naming two of them compare drafters.
+_DRAFTERS = re.compile(
+    r"eagle-?\d*|mtp|nextn|ngram|n-gram|suffix|dflash\d*|dspark|medusa|lookahead|drafters?"
+)
+# Words of a serving stack or a build: a side naming one is a stack, not a drafter.
+_STACKS = re.compile(
+    r"vllm(?:-ascend)?|sglang|llama\.?cpp|ik_llama\.?cpp|mainline|upstream|fork|trt-?llm|"
+    r"tensorrt-llm|lmdeploy|mlx|repo|recipe|stack|server|engine|images?|builds?|versions?"
+)
+# Words of a change of code on the same setup (with the versions, builds and commits below).
+_CODE = re.compile(
+    r"before|after|fix(?:ed|es)?|patch(?:ed)?|unpatched|regress\w*|bug(?:gy|s)?|broken|"
+    r"main|master|nightly|releases?|released|stable|old(?:er)?|new(?:er)?|latest|previous|"
+    r"current|upgrade[sd]?|downgrade[sd]?|revert(?:ed)?|commits?|branch|pr|"
+    r"v\d+(?:\.\d+)+[\w.+-]*|\d+\.\d+\.\d+[\w.+-]*|b\d{3,5}|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}"
+)
+# Words of a label that change nothing by themselves ('with the v0.17 image').
+_FILLER = re.compile(r"the|a|an|of|on|in|at|with|w/|and|vs\.?|this|that|our|ours|its|run|-")
+# Settings whose value is a label's number ('temperature 0' against 'temperature 1.0'):
+# two labels that differ in numbers alone beside one of them change that setting.
+_SETTINGS = re.compile(
+    r"temp(?:erature)?|t|top[-_ ]?[pk]|k|depth|steps?|n-max|num_speculative_tokens|"
+    r"context|ctx|len(?:gth)?|tok(?:en)?s?|prompt|input|output|batch|bs|concurrency",
+)
+NUMBER = re.compile(r"[~≈]?\d+(?:[.,]\d+)?[kmx%]?")
+# A label's words that name the depth itself ('k=3', 'nst 5', '3 steps').
+_DEPTH = re.compile(r"k|nst|steps?|depth|n-max|num_speculative_tokens|draft|tokens?|spec")
+# Settings of a run that, where two runs state different values, name what changed.
+_RUN_SETTINGS = (
+    "quantization",
+    "kv_cache_dtype",
+    "enable_prefix_caching",
+    "tensor_parallel_size",
+    "data_parallel_size",
+    "attention_backend",
+)
+
+
+def change(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]]) -> str:
+    """What the paste says changes between two sides: "expected", "regression", "named" or
+    "unknown" (the module's doc)."""
+    wa, wb = words(a.labels), words(b.labels)
+    if a.labels and b.labels:
+        differ = wa ^ wb
+        if _expected(wa - wb, wb - wa):
+            return "expected"
+        if (
+            differ
+            and all(NUMBER.fullmatch(w) for w in differ)
+            and any(_SETTINGS.fullmatch(w) for w in wa & wb)
+        ):
+            return "expected"
+        if differ and any(_CODE.fullmatch(w) for w in differ):
+            rest = [w for w in differ if not (_CODE.fullmatch(w) or _FILLER.fullmatch(w))]
+            return "regression" if all(NUMBER.fullmatch(w) for w in rest) else "named"
+        if differ:
+            return "named"
+    ra, rb = runs.get(a.run_id, {}), runs.get(b.run_id, {})
+    version = ra.get("vllm_version"), rb.get("vllm_version")
+    if None not in version and version[0] != version[1]:
+        return "regression"
+    for key in _RUN_SETTINGS:
+        if ra.get(key) is not None and rb.get(key) is not None and ra[key] != rb[key]:
+            return "named"
+    return "unknown"
+
+
+def _expected(only_a: set[str], only_b: set[str]) -> bool:
+    """Do the words only one side has (``only_a``, ``only_b``) name a change that lowers
+    acceptance by design? A drafter counts where each side names one, or where the side
+    without one names no stack either (a drafter against a side that names nothing)."""
+    differ = only_a | only_b
+    if any(_EXPECTED.fullmatch(w) for w in differ):
+        return True
+    drafters = [any(_DRAFTERS.fullmatch(w) for w in side) for side in (only_a, only_b)]
+    if all(drafters):
+        return True
+    if any(drafters):
+        other = only_b if drafters[0] else only_a
+        return not any(_STACKS.fullmatch(w) for w in other)
+    return False
+
+
+def confounded(a: Side, b: Side) -> bool:
+    """Do two sides' labels change something besides k that lowers acceptance by itself
+    (k=3 on chat against k=5 on code)? Then the depth is not what the comparison shows."""
+    if not (a.labels and b.labels):
+        return False
+    wa, wb = words(a.labels), words(b.labels)
+    rest = {w for w in wa ^ wb if not (NUMBER.fullmatch(w) or _DEPTH.fullmatch(w))}
+    return _expected(rest & wa, rest & wb)
+
+
+def words(labels: list[str]) -> set[str]:
+    text = " ".join(labels).lower().replace("=", " ")
+    return {w.rstrip(".") for w in re.findall(r"[~≈]?[a-z0-9][a-z0-9.\-_%]*", text)}
+
+
+__all__ = ["NUMBER", "change", "confounded", "words"]
