@@ -132,6 +132,7 @@ def test_what_changes_between_two_labels(a: str, b: str, said: str) -> None:
     assert change(_side(a, "r1"), _side(b, "r2"), {}) == said
 
 
-def test_two_versions_of_two_runs_are_a_regression() -> None:
+def test_two_launches_of_two_versions_are_a_change_named_not_a_regression() -> None:
+    """Nothing but the author's labels ties two runs as arms on the same workload."""
     runs = {"r1": {"vllm_version": "0.10.1"}, "r2": {"vllm_version": "0.11.0"}}
-    assert change(_side("", "r1"), _side("", "r2"), runs) == "regression"
+    assert change(_side("", "r1"), _side("", "r2"), runs) == "named"

@@ -4,8 +4,8 @@ words their labels differ by (a table's rows, a bullet's label) and the runs' se
 - ``expected``: a change that lowers acceptance by design: sampling, the workload, the
   context, the depth, or one drafter against another (each side naming its own);
 - ``regression``: a change of code on the same setup, which should leave acceptance where it
-  was: a version, a build, a commit, a fix ('before' / 'after'), and nothing else in the
-  labels' words;
+  was: a version, a build, a commit, a fix ('before' / 'after') in the labels the author
+  gives the two sides, and nothing else in their words;
 - ``named``: another change the paste names (a cache path, disaggregation, a flag, another
   serving stack on the same weights);
 - ``unknown``: nothing said (acceptance varies between datasets alone by a ratio of tau - 1
@@ -62,6 +62,7 @@ NUMBER = re.compile(r"[~≈]?\d+(?:[.,]\d+)?[kmx%]?")
 _DEPTH = re.compile(r"k|nst|steps?|depth|n-max|num_speculative_tokens|draft|tokens?|spec")
 # Settings of a run that, where two runs state different values, name what changed.
 _RUN_SETTINGS = (
+    "vllm_version",
     "quantization",
     "kv_cache_dtype",
     "enable_prefix_caching",
@@ -90,10 +91,9 @@ def change(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]]) -> str:
             return "regression" if all(NUMBER.fullmatch(w) for w in rest) else "named"
         if differ:
             return "named"
+    # Two launches of other versions in one log are named a change, no more: nothing ties
+    # them as arms of one comparison on the same workload, as an author's labels do.
     ra, rb = runs.get(a.run_id, {}), runs.get(b.run_id, {})
-    version = ra.get("vllm_version"), rb.get("vllm_version")
-    if None not in version and version[0] != version[1]:
-        return "regression"
     for key in _RUN_SETTINGS:
         if ra.get(key) is not None and rb.get(key) is not None and ra[key] != rb[key]:
             return "named"
