@@ -21,6 +21,7 @@ from specscope.logs.table_shapes import cell_number, key_of, rate_of
 _NONE = regex.compile(r"\s*(?:-+|—|–|n/?a|none)?\s*", regex.I)
 # Mean lengths as authors print them: a decimal, at least the token the target adds.
 _LENGTH = regex.compile(r"[~≈]?\s*\d{1,2}\.\d{1,3}")
+_BARE = regex.compile(r"\d+(?:\.\d+)?")
 # No draft is longer than this: a column with a larger value holds no mean length.
 _MAX_LENGTH = 33.0
 
@@ -47,6 +48,8 @@ def qualified_runs(
         said = " ".join(x for x in (m.group("before"), m.group("after")) if x)
         run = " ".join(w for w in said.split() if not plain.fullmatch(w))
         measure = _form(m.group("measure"), [cells[c] for _, cells in rows]) if run else None
+        if measure == "rate" and "%" in head:  # the unit in the header: bare numbers percents
+            measure = "percent"
         if measure is not None:
             columns.append((c, run, measure))
     if len(columns) < 2 or len({run for _, run, _ in columns}) < len(columns):
@@ -153,8 +156,9 @@ def _value(cell: str, measure: str) -> dict[str, Any] | None:
     if _NONE.fullmatch(cell):
         return None
     text = regex.sub(r"^\s*[~≈]\s*", "", cell)
-    if measure == "rate":
-        r = rate_of(text)
+    if measure in ("rate", "percent"):
+        bare = measure == "percent" and _BARE.fullmatch(text.strip())
+        r = rate_of(f"{text.strip()}%" if bare else text)
         return None if r is None else {"reported_rate": r, "partial": True}
     n = cell_number(text)
     if n is None or n[1] or not 1.0 <= n[0] <= _MAX_LENGTH:
