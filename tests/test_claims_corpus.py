@@ -42,6 +42,7 @@ WANTED = {
     "low_acceptance": "low_acceptance",
     "concurrency_collapse": "concurrency_collapse",
     "cliff": "position_cliff",
+    "k_too_large": "k_too_large",
 }
 HARMLESS = ("faster", "healthy_rate", "none")
 CLASSES = (*WANTED, *HARMLESS)

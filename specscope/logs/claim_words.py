@@ -18,7 +18,8 @@ ROLES = (
     "versus", "rate", "depth", "first_person", "worse", "subject_zh", "slower_zh", "hedge_zh",
     "cause", "unreal", "consequence", "minimiser", "linking", "referent", "fraction", "aside",
     "low", "fall", "few", "zero_zh", "low_zh", "crowd", "times_slower", "percent_slower",
-    "share_of", "time_zh", "fall_zh", "rise_zh", "among_zh",
+    "share_of", "time_zh", "fall_zh", "rise_zh", "among_zh", "deeper", "depth_worse", "depth_set",
+    "shallower",
 )  # fmt: skip
 ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)  # ('a low rate': a thing named)
 

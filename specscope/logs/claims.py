@@ -27,6 +27,7 @@ import polars as pl
 import regex
 
 from specscope.logs.claim_acceptance import read_acceptance
+from specscope.logs.claim_depth import read_depth
 from specscope.logs.claim_positions import BREAK_WORDS, read_positions
 from specscope.logs.claim_speed import (
     against_off,
@@ -76,12 +77,12 @@ _WRAP_LEAST = 60  # a line shorter is no wrap
 # terminals' 80, and wider terminals and viewers'.
 _WIDTHS = (70, 72, 76, 78, 79, 80, 100, 120)
 _STATED = '"baseline":'  # a stated comparison's extra: the author's numbers
-_ACCEPTANCE = ("zero", "rate", "length", "low", "cliff")  # kept as stated acceptance
+_ACCEPTANCE = ("zero", "rate", "length", "low", "cliff", "deeper")  # kept as stated acceptance
 
 # The words a line must hold for the reader to look at it at all (one search a line).
 _TRIGGERS = (
     "slower", "worse", "lower", "higher", "faster", "zero", "slower_zh", "fraction", "low", "fall",
-    "few", "zero_zh", "low_zh", "percent_slower", "share_of", "rise_zh",
+    "few", "zero_zh", "low_zh", "percent_slower", "share_of", "rise_zh", "deeper", "shallower",
 )  # fmt: skip
 
 Keep = Callable[[Definition, int, Reading], None]
@@ -174,6 +175,8 @@ def read_sentence(
     """The claims of one sentence; ``spoken_of``: its line named speculation before it,
     ``mine_before``: its author spoke of their own run before it ('I've tried several
     draft models. However, none of them gave any speedup')."""
+    if (deeper := read_depth(lex, sentence, mark, mine_before)) is not None:
+        return [deeper]  # (its slower is a deeper draft's, against a shallower one)
     clauses = _clauses(sentence)
     if mark in ("?", "\uff1f"):
         # The cause of a cliff asked is the cliff said ('why does acceptance collapse past
@@ -579,12 +582,15 @@ class ClaimWatch:
         self._flush()
         taken, numbers = self.taken, self.numbers
         for p in self.found:
-            if (counted and p.claim.kind in _ACCEPTANCE) or (numbers and p.claim.kind == "slower"):
+            kind = p.claim.kind  # ('deeper' compares depths: kept beside a level, or counts)
+            if (counted and kind in _ACCEPTANCE and kind != "deeper") or (
+                numbers and kind == "slower"
+            ):
                 continue
             defn, reading = self._record(p.claim)
             # One record a line, a wrapped paragraph being one line: another definition's
             # record on any line of it is the paragraph's, as on the line it unwraps to.
-            held = taken.get(defn.table or "", set()) if defn is not None else set()
+            held = taken.get(defn.table or "", set()) if defn and kind != "deeper" else set()
             if defn is None or reading is None or any(n in held for n in p.lines()):
                 continue
             taken.setdefault(defn.table or "", set()).add(p.line)
@@ -599,7 +605,7 @@ class ClaimWatch:
         if claim.kind in _ACCEPTANCE:
             defn = self.defs.get("stated_claims_acceptance")
             values["partial"] = True
-            if claim.kind == "low":
+            if claim.kind in ("low", "deeper"):
                 pass  # the author's word alone: no share is made up for it
             elif claim.kind == "cliff":  # (the shares stated by position: no overall rate)
                 if claim.spec is not None:

@@ -19,6 +19,7 @@ import polars as pl
 import specscope.analysis.detectors.screens as screens
 from specscope.analysis.detectors.acceptance import insufficient, low, zero
 from specscope.analysis.detectors.along import along
+from specscope.analysis.detectors.depth_words import deeper_in_words
 from specscope.analysis.detectors.drift import drift
 from specscope.analysis.detectors.events import errors
 from specscope.analysis.detectors.load import concurrency, kv_saturation, queued
@@ -40,6 +41,7 @@ DETECTORS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     low,
     cliff,
     k_too_large,
+    deeper_in_words,
     siblings,
     concurrency,
     prefix_cache,
