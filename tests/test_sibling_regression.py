@@ -121,6 +121,9 @@ def _side(label: str, run: str = "r1") -> Side:
         ("v0.9 on vLLM", "v0.4 on SGLang", "named"),  # another stack, not only the code
         ("MTP only", "PD+MTP", "named"),
         ("This repo (DSpark)", "r0b0tlab vLLM SM121", "named"),  # one drafter, two stacks
+        ("old prompt", "new prompt", "expected"),  # the prompt is what is old and new
+        ("previous drafter", "latest drafter", "expected"),
+        ("MTP before the fix", "MTP after the fix", "regression"),
         ("DSpark", "default", "expected"),  # a drafter against a side that names no stack
         ("EAGLE-3", "MTP", "expected"),
         ("temperature 0", "temperature 0.7", "expected"),

@@ -49,6 +49,8 @@ _CODE = re.compile(
     r"current|upgrade[sd]?|downgrade[sd]?|revert(?:ed)?|commits?|branch|pr|"
     r"v\d+(?:\.\d+)+[\w.+-]*|\d+\.\d+\.\d+[\w.+-]*|b\d{3,5}|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}"
 )
+# Words of code that say only which is older, of whatever the label names beside them.
+_AGE = re.compile(r"old(?:er)?|new(?:er)?|latest|previous|current|the|a|an|of|on|in|with|this|our")
 # Words of a label that change nothing by themselves ('with the v0.17 image').
 _FILLER = re.compile(r"the|a|an|of|on|in|at|with|w/|and|vs\.?|this|that|our|ours|its|run|-")
 # Settings whose value is a label's number ('temperature 0' against 'temperature 1.0'):
@@ -88,6 +90,12 @@ def change(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]]) -> str:
             return "expected"
         if differ and any(_CODE.fullmatch(w) for w in differ):
             rest = [w for w in differ if not (_CODE.fullmatch(w) or _FILLER.fullmatch(w))]
+            # 'old prompt' against 'new prompt', 'previous drafter' against 'latest': the
+            # words both share say what the old and the new are.
+            if all(_AGE.fullmatch(w) for w in differ - set(rest)) and any(
+                _EXPECTED.fullmatch(w) or _DRAFTERS.fullmatch(w) for w in wa & wb
+            ):
+                return "expected"
             return "regression" if all(NUMBER.fullmatch(w) for w in rest) else "named"
         if differ:
             return "named"
