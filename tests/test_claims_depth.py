@@ -68,6 +68,20 @@ def test_the_same_words_stating_no_such_result_are_not_read(text: str) -> None:
     assert not _deeper(text), text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Increasing num_speculative_tokens from 3 to 5 gave a higher acceptance length and "
+        "faster decode for us.",
+        "We moved k from 2 to 4 and the acceptance length went up with it.",
+    ],
+)
+def test_a_depth_changed_from_to_is_no_acceptance_length(text: str) -> None:
+    # The from-to is the setting's: read as a length, 3 would be a level nobody stated.
+    rows = specscope.parse_text(text + "\n").tables.get("spec_decode", [])
+    assert not [r for r in rows if r.get("mean_acceptance_length") is not None], rows
+
+
 def _detect(path: Path, tmp_path: Path) -> list[specscope.Finding]:
     store = tmp_path / "store"
     specscope.ingest([path], store=store, year=2026)

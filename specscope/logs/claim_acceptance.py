@@ -16,6 +16,14 @@ _FROM_TO = re.compile(
     r"(?<![\w.])from\s+~?(\d+(?:\.\d+)?)\s?(%?)\s+to\s+~?(\d+(?:\.\d+)?)\s?(%?)(?![%\d.])(?!\s?[-–~]\s?\d)"
 )  # (not to a range: '10% to 50% - 80%' sums up settings)
 _PER_STEP_MAX = 16.0  # a mean acceptance length is at most a depth plus one
+# A change of a setting, not of acceptance: the from-to is the depth's ('Increasing
+# num_speculative_tokens from 3 to 5 gave a higher acceptance length').
+_SETTING_CHANGED = re.compile(
+    r"(?<![\w-])(?:k|depth|num[_-]speculative[_-]tokens|(?:draft|speculative|speculated)[\s_-]"
+    r"(?:tokens|length|depth|steps)|n[_-]max|draft[_-](?:n[_-])?max|batch[\s_-]size|concurrency"
+    r"|temperature|context(?:[\s_-]length)?)\s*$",
+    re.I,
+)
 _SHARE = re.compile(r"(?:was|is|of|at|=|:)?\s*[~≈]?\s?(\d{1,2}(?:\.\d+)?|100)\s?%(?![\w%])")
 _PAST_POSITION = re.compile(
     r"\s+(?:\w+\s+)?(?:past|after|beyond|from|at|for|in|on)\s+(?:the\s+)?(?:later\s+|deeper\s+)?"
@@ -80,6 +88,8 @@ def read_acceptance(
     if share is not None:
         return Claim("rate", clause, spec=share)
     change = _FROM_TO.search(clause)
+    if change is not None and _SETTING_CHANGED.search(clause, 0, change.start()):
+        return None  # (a setting's from-to: the acceptance it gave is said in words)
     if change is None:
         return Claim("low", clause) if _called_low(lex, clause) else None
     a, b = float(change[1]), float(change[3])
