@@ -30,7 +30,8 @@ def qualified_runs(
     defn: Definition, header: list[str], body: list[tuple[int, list[str]]]
 ) -> list[Reading]:
     """A record for each cell of two or more acceptance columns that name their runs
-    ('acceptance (main)', 'acceptance (PR)'), the row's label and the column's run in its
+    ('acceptance (main)', 'acceptance (PR)'; a run's rate and length beside each other, 'code
+    accept rate' and 'code accept length', one record), the row's label and the run in its
     extra, its k where a column of the row gives the depth ('n_max'); partial, with the
     rate as printed (``reported_rate``) or the mean length, no count made up. A column
     whose measure its header leaves open and its cells do not settle (``_form``) is not
@@ -52,14 +53,21 @@ def qualified_runs(
             measure = "percent"
         if measure is not None:
             columns.append((c, run, measure))
-    if len(columns) < 2 or len({run for _, run, _ in columns}) < len(columns):
+    # A run's columns: a rate and a length at most ('code accept rate', 'code accept length').
+    runs: dict[str, list[tuple[int, str]]] = {}
+    for c, run, measure in columns:
+        runs.setdefault(run, []).append((c, measure))
+    kinds = [sorted("length" if m == "length" else "rate" for _, m in cs) for cs in runs.values()]
+    if len(runs) < 2 or any(len(set(k)) < len(k) for k in kinds):
         return []
     depth = _column(defn, "depth", header)
     readings: list[Reading] = []
     for i, cells in rows:
-        for c, run, measure in columns:
-            values = _value(cells[c], measure)
-            if values is None:
+        for run, cs in runs.items():
+            values: dict[str, Any] = {}
+            for c, measure in cs:
+                values |= _value(cells[c], measure) or {}
+            if not values:
                 continue
             if depth is not None and (k := _k(cells[depth])) is not None:
                 values["k"] = k

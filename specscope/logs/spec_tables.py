@@ -205,8 +205,10 @@ def _spec_rows(
     if counts is None and not spread and positions is None:
         if runs:
             return _lengths_alone(header, body, length, column("depth"))
-        if rate is None and length is None and (
-            named := qualified_runs(defn, header, body) or corner_runs(defn, header, body)
+        # (a length column found may be one run's of several: 'code accept length')
+        if rate is None and (
+            named := qualified_runs(defn, header, body)
+            or (corner_runs(defn, header, body) if length is None else [])
         ):
             named[0].more = named[1:]
             return named[0]
