@@ -124,7 +124,12 @@ def _side(label: str, run: str = "r1") -> Side:
         ("old prompt", "new prompt", "expected"),  # the prompt is what is old and new
         ("previous drafter", "latest drafter", "expected"),
         ("MTP before the fix", "MTP after the fix", "regression"),
-        ("DSpark", "default", "expected"),  # a drafter against a side that names no stack
+        ("DSpark", "default", "expected"),
+        (
+            "Qwen3-8B v0.11.0",
+            "Qwen3-32B v0.12.0",
+            "expected",
+        ),  # another target model  # a drafter against a side that names no stack
         ("EAGLE-3", "MTP", "expected"),
         ("temperature 0", "temperature 0.7", "expected"),
         ("k=3, chat", "k=3, code", "expected"),
@@ -139,3 +144,16 @@ def test_two_launches_of_two_versions_are_a_change_named_not_a_regression() -> N
     """Nothing but the author's labels ties two runs as arms on the same workload."""
     runs = {"r1": {"vllm_version": "0.10.1"}, "r2": {"vllm_version": "0.11.0"}}
     assert change(_side("", "r1"), _side("", "r2"), runs) == "named"
+
+
+def test_one_drafter_on_two_stacks_real_excerpt(tmp_path: Path) -> None:
+    """World 348 (MiaAI-Lab #260): the same weights on this repo's DSpark stack at ~19-22%
+    and on another vLLM recipe at 54.5%, two rows of one table: the row naming the drafter
+    is set against the row naming a stack, as printed (suggestive)."""
+    world = Path(__file__).resolve().parent.parent / "fixtures" / "world"
+    [case] = world.glob("348_*.log")
+    [found] = _low(tmp_path, case.read_text(encoding="utf-8"))
+    assert found.explanation.startswith("Against its sibling 'r0b0tlab vLLM SM121'")
+    assert "'This repo (DSpark)'" in found.explanation
+    assert found.measured["tau_minus_1"] < 0.5 * found.measured["sibling_tau_minus_1"]
+    assert found.confidence is not None and found.confidence.level == "suggestive"

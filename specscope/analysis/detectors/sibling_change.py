@@ -2,7 +2,8 @@
 words their labels differ by (a table's rows, a bullet's label) and the runs' settings:
 
 - ``expected``: a change that lowers acceptance by design: sampling, the workload, the
-  context, the depth, or one drafter against another (each side naming its own);
+  context, the depth, the target model, or one drafter against another (each side naming
+  its own);
 - ``regression``: a change of code on the same setup, which should leave acceptance where it
   was: a version, a build, a commit, a fix ('before' / 'after') in the labels the author
   gives the two sides, and nothing else in their words;
@@ -31,7 +32,9 @@ _EXPECTED = re.compile(
     r"temp(?:erature)?|sampl\w*|top[-_ ]?[pk]|greedy|random|"
     r"data(?:set)?s?|tasks?|code|coding|chat|math|gsm8k|humaneval|mbpp|mt-?bench|sharegpt|"
     r"alpaca|summar\w*|translat\w*|writing|reasoning|thinking|english|chinese|language|"
-    r"prompts?|draft|heads?|depth|n-max|long|short|\d+(?:\.\d+)?k",
+    r"prompts?|draft|heads?|depth|n-max|long|short|\d+(?:\.\d+)?k|"
+    # another target model: each drafter is trained for its own
+    r"(?:qwen|llama|deepseek|glm|kimi|mistral|mixtral|gemma|phi|minimax|gpt-oss|vicuna)[\w.\-]*",
 )
 # The drafters by name: two sides naming two of them compare drafters.
 _DRAFTERS = re.compile(
