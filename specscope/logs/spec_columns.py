@@ -4,7 +4,7 @@ name a run of their own ('| drafter | code accept (median) | code tok/s | narrat
 cell: the row's run under the column's (``qualified_runs``). The words that name a column
 so are the definition's ``qualified`` key, those that name no run (a statistic: 'median',
 'agg') its ``not_a_run``; which measure a bare 'accept' column holds, a share or a mean
-length, its cells tell (``_form``).
+length, its cells tell (``column_form``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def qualified_runs(
     accept rate' and 'code accept length', one record), the row's label and the run in its
     extra, its k where a column of the row gives the depth ('n_max'); partial, with the
     rate as printed (``reported_rate``) or the mean length, no count made up. A column
-    whose measure its header leaves open and its cells do not settle (``_form``) is not
+    whose measure its header leaves open and its cells do not settle (``column_form``) is not
     read; fewer than two records are none (a length alone, k unstated, is nothing to
     judge: beside another run it is)."""
     key, plain = key_of(defn, "qualified"), key_of(defn, "not_a_run")
@@ -48,7 +48,7 @@ def qualified_runs(
             continue
         said = " ".join(x for x in (m.group("before"), m.group("after")) if x)
         run = " ".join(w for w in said.split() if not plain.fullmatch(w))
-        measure = _form(m.group("measure"), [cells[c] for _, cells in rows]) if run else None
+        measure = column_form(m.group("measure"), [cells[c] for _, cells in rows]) if run else None
         if measure == "rate" and "%" in head:  # the unit in the header: bare numbers percents
             measure = "percent"
         if measure is not None:
@@ -136,7 +136,7 @@ def corner_runs(
     return readings if len(readings) >= 2 else []
 
 
-def _form(word: str, cells: list[str]) -> str | None:
+def column_form(word: str, cells: list[str]) -> str | None:
     """The measure of a column: a rate or a length where its header's word says so
     ('acceptance', 'accept rate', 'accept length'); a bare 'accept' (SGLang's and oMLX's
     word for a length, a share or counts) by its cells: shares if every value is one
@@ -187,4 +187,4 @@ def _k(cell: str) -> int | None:
     return int(n[0])
 
 
-__all__ = ["corner_runs", "qualified_runs"]
+__all__ = ["column_form", "corner_runs", "qualified_runs"]

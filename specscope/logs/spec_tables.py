@@ -13,7 +13,7 @@ import regex
 
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
-from specscope.logs.spec_columns import corner_runs, qualified_runs
+from specscope.logs.spec_columns import column_form, corner_runs, qualified_runs
 from specscope.logs.table_shapes import (
     RULE,
     caption_measure,
@@ -201,7 +201,24 @@ def _spec_rows(
     elif rate is None and _SHARE_HEAD.fullmatch(header[counts].strip()):
         # 'accept' (not 'accepted', a count) holds counts or a share: '80/94 (85.1%)' in
         # oMLX's summaries, '0.319' in a ladder of rungs; the cell's form tells them apart.
-        rate = counts
+        # SGLang's word is a mean length ('5.25', '1.00': nothing accepted, no 100%): the
+        # column's cells that are no counts are shares only where every one is.
+        cells_said = [
+            cells[counts]
+            for _, cells in body
+            if len(cells) == len(header) and not _COUNTS.fullmatch(cells[counts])
+        ]
+        form = column_form("accept", cells_said) if cells_said else "rate"
+        if form == "rate":
+            rate = counts
+        elif (
+            form == "length"
+            and length is None
+            and not any(
+                len(cells) == len(header) and _COUNTS.fullmatch(cells[counts]) for _, cells in body
+            )
+        ):
+            counts, length = None, counts
     if counts is None and not spread and positions is None:
         if runs:
             return _lengths_alone(header, body, length, column("depth"))
