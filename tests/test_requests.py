@@ -394,3 +394,29 @@ def test_trtllm_choices_are_requests_of_a_run_of_their_own(tmp_path) -> None:
     rows = store.spec_decode.collect()
     assert rows["format"].unique().to_list() == ["trtllm_request_spec_decode"]
     assert rows["accepted_per_pos"].to_list() == [[12, 12, 6]] * 5 + [[1, 0, 0]]
+
+
+OMLX_1097 = (  # jundot/omlx#1097 (description by s-n-t, 2026-05-06): the depth-1 build
+    "2026-05-06 20:12:45,019 - omlx.patches.mlx_lm_mtp.batch_generator - INFO - MTP[1] "
+    "finish=length tokens=128 cycles=68 accept=58/68 (85.3%) emits[init=2,draft=58,bonus=58,"
+    "verify=10] timing[backbone=1305.3ms mtp=324.7ms sample=6296.6ms cache=17.4ms]"
+)
+
+
+def test_omlx_mtp_summaries_are_requests_of_the_mtp_run(tmp_path) -> None:
+    # Real oMLX request summaries (parsers/omlx_mtp_summary.toml's samples: omlx#1496's two,
+    # #3704's depth-k request, #1337's) and #1097's twice: six requests of one MTP run, the
+    # least accepted omlx#1496's 111 of 175 with its output tokens.
+    lines = [_sample("omlx_mtp_summary", 0), _sample("omlx_mtp_summary", 1)]
+    lines += [_sample("omlx_mtp_summary", 3).strip("`\n"), OMLX_1097, OMLX_1097]
+    found = _detect(tmp_path, lines, name="server.log")
+    (dist,) = _kinds(found, "request_acceptance")
+    assert dist.measured["requests"] == 6
+    assert dist.measured["lowest"][0] == {
+        "line": 2,
+        "drafted": 175,
+        "accepted": 111,
+        "rate": 111 / 175,
+        "output_tokens": 287,
+    }
+    assert not _kinds(found, "request_outlier")

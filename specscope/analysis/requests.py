@@ -30,6 +30,8 @@ from specscope.store.reading import Store
 REQUEST_FORMATS = (
     "llamacpp_request",
     "llamacpp_response_timings",
+    "llamacpp_timings_assignments",
+    "omlx_mtp_summary",
     "sglang_request_finish",
     "sglang_request_meta_info",
     "trtllm_request_spec_decode",
