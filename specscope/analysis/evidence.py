@@ -15,7 +15,8 @@ import polars as pl
 from specscope.acceptance import weighted_acceptance
 from specscope.analysis.drafter_cost import cost_rows
 from specscope.analysis.findings import Confidence, Finding, Severity
-from specscope.analysis.printed_sample import bench_steps, implied_k
+from specscope.analysis.gain_bound import spread_of
+from specscope.analysis.printed_sample import bench_steps, implied_k, proven_steps
 from specscope.analysis.requests import request_rows
 from specscope.analysis.siblings import Side, side_rows
 from specscope.analysis.stated_rates import STATED_RATE_FORMATS, with_stated_rates
@@ -409,6 +410,12 @@ class Trials:
     k: float
     accepted: float
     assumptions: tuple[str, ...] = ()
+    # What identities on the printed figures proved of the sample (``printed_sample``):
+    # said in the finding, but no assumption (a bound proven is not a count assumed).
+    read: tuple[str, ...] = ()
+    # The variance of a draft's accepted tokens where per-position counts of all its drafts
+    # give their distribution (``spread_of``); None where only the mean is known.
+    spread: float | None = None
 
     @property
     def rate(self) -> float:
@@ -452,11 +459,15 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
     drafts, tokens = agg.get("drafts"), agg.get("draft_tokens")
     accepted = agg.get("accepted_tokens")
     if drafts and tokens and accepted is not None:
-        return Trials(float(drafts), tokens / drafts, float(accepted))
+        return Trials(float(drafts), tokens / drafts, float(accepted), spread=spread_of(agg))
     k = agg.get("k") or ev.runs.get(run_id, {}).get("k")
     if tokens and accepted is not None:
         if k:
             return Trials(tokens / k, float(k), float(accepted))
+        if agg.get("counted_k"):
+            k = int(agg["counted_k"])
+            said_k = (str(agg["counted_k_said"]),)
+            return Trials(tokens / k, float(k), float(accepted), read=said_k)
         assumed = cfg["assumed_k"]
         return Trials(
             tokens / assumed, float(assumed), float(accepted), (f"{K_ASSUMED}: {assumed} assumed",)
@@ -475,6 +486,9 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
         )
         k_said = () if k else (f"{K_ASSUMED}: {cfg['assumed_k']} assumed",)
         k = k or cfg["assumed_k"]
+        # (A list printed alone, with no mean length, keeps the steps assumed for it: the
+        # drafts its fractions prove are a few hundred at most, and a healthy one still asks
+        # for its counts, tests/test_lone_lines.)
         return Trials(
             float(steps),
             float(k),
@@ -489,8 +503,12 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
         f"{cfg['steps_per_printed_mean']} verify steps"
     ]
     generated = bench_steps(ev.bench, run_id, tau)
+    read: tuple[str, ...] = ()
     if generated is not None:
         steps, said = generated[0], [generated[1]]
+    else:
+        steps, proven, read = proven_steps(agg, steps, tuple(said))
+        said = list(proven)
     printed = implied_k(agg) if not k else None
     if printed is not None:
         k = printed[0]
@@ -505,7 +523,15 @@ def trials_of(ev: Evidence, run_id: str, agg: Mapping[str, Any]) -> Trials | Non
             said.append(f"{K_ASSUMED}: {k} assumed, the least a mean length of {tau:.2f} allows")
         else:
             said.append(f"{K_ASSUMED}: {k} assumed")
-    return Trials(float(steps), float(k), max(0.0, tau - 1) * steps, tuple(said))
+    return Trials(float(steps), float(k), max(0.0, tau - 1) * steps, tuple(said), read)
+
+
+def sample_of(trials: Trials) -> dict[str, Any]:
+    """A finding's sample from its trials: the drafts, and what the printed figures proved
+    of them where they were read, not counted (``Trials.read``)."""
+    return {"drafts": round(trials.drafts)} | (
+        {"read": "; ".join(trials.read)} if trials.read else {}
+    )
 
 
 def strength(ev: Evidence, holds: Callable[[float], bool]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from specscope.analysis.printed_sample import printed_k
+from specscope.analysis.printed_sample import counted_k, curve_drafts, printed_k
 
 # The formats whose ``reported_rate`` is a share of draft tokens an author states, in prose,
 # as a bullet of its own, under a heading or in a table's cell without counts (SGLang's
@@ -25,12 +25,23 @@ CLIFF_WORDS = r'"claim":\s*"cliff"'  # its `extra` when the words say a later po
 
 
 def with_stated_rates(spec: pl.LazyFrame, per_run: pl.DataFrame) -> pl.DataFrame:
-    """``_with_stated`` (below), and for runs without draft counts the k their printed mean
-    length and rate imply (``printed_k``, ``printed_k_said``: ``printed_sample``)."""
+    """``_with_stated`` (below), and what the printed figures of runs without draft counts
+    prove of their sample (``printed_sample``): for runs without draft tokens, the k their
+    printed mean length and rate imply (``printed_k``, ``printed_k_said``) and the drafts
+    their printed per-position lists need at least (``curve_drafts``,
+    ``curve_drafts_said``); for runs with draft tokens but neither drafts nor k, the k
+    their tokens and printed mean length imply (``counted_k``, ``counted_k_said``)."""
     out = _with_stated(spec, per_run)
-    uncounted = out.filter(pl.col("draft_tokens").is_null())["run_id"].cast(pl.String)
-    implied = printed_k(spec, uncounted.to_list())
-    for extra in (implied, _references(spec, uncounted.to_list())):
+    uncounted = out.filter(pl.col("draft_tokens").is_null())["run_id"].cast(pl.String).to_list()
+    # (a run's sums without a drafts or k column count neither)
+    none = [pl.col(c).is_null() for c in ("drafts", "k") if c in out.columns]
+    undrafted = out.filter(pl.col("draft_tokens").is_not_null(), *none)["run_id"].cast(pl.String)
+    for extra in (
+        printed_k(spec, uncounted),
+        _references(spec, uncounted),
+        curve_drafts(spec, uncounted),
+        counted_k(spec, undrafted.to_list()),
+    ):
         out = out.join(
             extra.with_columns(pl.col("run_id").cast(out.schema["run_id"])),
             on="run_id",

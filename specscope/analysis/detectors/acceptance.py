@@ -23,10 +23,12 @@ from specscope.analysis.evidence import (
     finding_for,
     method_of,
     nothing_accepted,
+    sample_of,
     strength,
     trials_of,
 )
 from specscope.analysis.findings import Finding, Severity
+from specscope.analysis.gain_bound import gain_upper
 from specscope.stats import coverage, drafts_to_tell, wilson
 from specscope.vocabulary import DRAFTER_KINDS, QUANTIZED
 
@@ -100,7 +102,7 @@ def _zero_of(
             ev,
             level,
             test.said,
-            {"drafts": round(trials.drafts)},
+            sample_of(trials),
             trials.assumptions,
         ),
     )
@@ -314,7 +316,7 @@ def _low_of(
             ev,
             level,
             test.said,
-            {"drafts": round(trials.drafts)},
+            sample_of(trials),
             assumptions,
         ),
     )
@@ -378,7 +380,7 @@ def _low_claim(
         )
     ref_gain = float(tau_entry["tau"]) - 1
     test = BoundTest(
-        "upper bound of tau - 1", partial(_gain_upper, trials), fraction * ref_gain, percent=False
+        "upper bound of tau - 1", partial(gain_upper, trials), fraction * ref_gain, percent=False
     )
     level = strength(ev, test.holds)
     if not level:
@@ -428,7 +430,7 @@ def _learned_floor(
     gain = sum(ref * decay**i for i in range(k))
     test = BoundTest(
         "upper bound of tau - 1",
-        partial(_gain_upper, trials),
+        partial(gain_upper, trials),
         fraction * gain,
         percent=False,
     )
@@ -488,11 +490,7 @@ def _low_at_any_k(
     widest = replace(trials, drafts=trials.drafts * trials.k / top, k=top)
     most = sum(ref * decay**i for i in range(int(top)))
     fraction = float(ev.config["low_acceptance"]["fraction_of_reference"])
-    return _gain_upper(widest, ev.config["evidence"]["z"]) < fraction * most
-
-
-def _gain_upper(trials: Trials, z: float) -> float:
-    return min(trials.upper(z) * trials.k, trials.k)
+    return gain_upper(widest, ev.config["evidence"]["z"]) < fraction * most
 
 
 def _reference_tau(
@@ -638,7 +636,7 @@ def insufficient(ev: Evidence, judged: Iterable[str]) -> list[Finding]:
                     ev,
                     "likely",
                     test,
-                    {"drafts": round(trials.drafts)},
+                    sample_of(trials),
                     trials.assumptions,
                 ),
             )
