@@ -75,6 +75,18 @@ def _rate_cell(cell: str) -> str:
     return _BESIDE.sub("", cell.strip())
 
 
+def _over_one(body: list[tuple[int, list[str]]], column: int, width: int) -> bool:
+    """Does a whole row's cell in ``column`` hold a bare number over 1 (no '%', no counts)?"""
+    for _, cells in body:
+        if len(cells) != width or _COUNTS.fullmatch(cells[column]):
+            continue
+        for part in _PROBES.split(_rate_cell(cells[column])):
+            m = _BARE_NUMBER.fullmatch(part.strip())
+            if m is not None and float(_APPROX.sub("", part).strip()) > 1.0:
+                return True
+    return False
+
+
 def _in_percent(header: str) -> bool:
     """A rate column whose header gives the unit ('Accept Rate (%)'): bare numbers are
     percents ('62.3')."""
@@ -196,6 +208,10 @@ def _spec_rows(
             rate, length = (c, None) if captioned == "rate" else (None, c)
     positions, drafts = column("per_position"), column("drafts")
     spread = [] if runs else _position_columns(defn, header, body)
+    if rate is not None and not _in_percent(header[rate]) and _over_one(body, rate, len(header)):
+        # A bare number over 1 in a rate's column ('1.94', '62.3'): the column holds mean
+        # lengths or percents without their sign, and its '1.00' or '0.9' would be misread.
+        rate = None
     if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
         counts = rate
     elif rate is None and _SHARE_HEAD.fullmatch(header[counts].strip()):
