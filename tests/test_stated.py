@@ -42,7 +42,7 @@ def test_shapes_that_are_no_comparison_give_no_record(defn, text) -> None:
 
 
 def test_every_stated_definition_has_a_negative_sample() -> None:
-    # stated_speedup, _pairs, _ratio, _settings, _table, _table_bare, _tables_joined, _words;
+    # stated_speedup, _changes, _pairs, _ratio, _settings, _table, _table_bare, _tables_joined, _words;
     # stated_acceptance, _bullets, _heading, _inline, _positions; stated_claims, _claims_acceptance
     assert sorted(d.name for d in STATED) == [
         "stated_acceptance",
@@ -53,6 +53,7 @@ def test_every_stated_definition_has_a_negative_sample() -> None:
         "stated_claims",
         "stated_claims_acceptance",
         "stated_speedup",
+        "stated_speedup_changes",
         "stated_speedup_pairs",
         "stated_speedup_ratio",
         "stated_speedup_settings",

@@ -17,6 +17,7 @@ from typing import Any
 
 import regex
 
+from specscope.logs.change_bullets import read_changes
 from specscope.logs.definitions import Definition
 from specscope.logs.reading import Reading
 
@@ -30,6 +31,8 @@ def read_bullets(defn: Definition, text: str) -> Reading:
     """The comparison a block of bullets holds: each speculative setting's rate against the
     one baseline bullet's. Nothing without exactly one baseline and one setting beside it,
     or where the rates' units differ."""
+    if "change" in defn.keys:
+        return read_changes(defn, text)  # signed changes under a heading (change_bullets.py)
     reading = Reading()
     item, rate = _key(defn, "item"), _key(defn, "rate")
     spec_key, base_key = _key(defn, "speculative"), _key(defn, "baseline")
