@@ -133,6 +133,10 @@ def _side(label: str, run: str = "r1") -> Side:
         ("EAGLE-3", "MTP", "expected"),
         ("temperature 0", "temperature 0.7", "expected"),
         ("k=3, chat", "k=3, code", "expected"),
+        ("t=0.0 tree draft", "t=1.0 chain draft", "expected"),  # world 237's table
+        ("t=0.0 v0.17.0", "t=1.0 v0.18.0", "expected"),  # a temperature beside the version
+        ("k=1 main", "k=2 PR", "regression"),  # the depth is set against its positions
+        ("k=1 main", "k=1 PR", "regression"),
         ("", "", "unknown"),
     ],
 )

@@ -32,7 +32,7 @@ _EXPECTED = re.compile(
     r"temp(?:erature)?|sampl\w*|top[-_ ]?[pk]|greedy|random|"
     r"data(?:set)?s?|tasks?|code|coding|chat|math|gsm8k|humaneval|mbpp|mt-?bench|sharegpt|"
     r"alpaca|summar\w*|translat\w*|writing|reasoning|thinking|english|chinese|language|"
-    r"prompts?|draft|heads?|depth|n-max|long|short|\d+(?:\.\d+)?k|"
+    r"prompts?|draft|heads?|depth|n-max|tree|chain|long|short|\d+(?:\.\d+)?k|"
     # another target model: each drafter is trained for its own
     r"(?:qwen|llama|deepseek|glm|kimi|mistral|mixtral|gemma|phi|minimax|gpt-oss|vicuna)[\w.\-]*",
 )
@@ -85,10 +85,13 @@ def change(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]]) -> str:
         differ = wa ^ wb
         if _expected(wa - wb, wb - wa):
             return "expected"
-        if (
-            differ
-            and all(NUMBER.fullmatch(w) for w in differ)
-            and any(_SETTINGS.fullmatch(w) for w in wa & wb)
+        numbers = [w for w in differ if NUMBER.fullmatch(w)]
+        settings = [w for w in wa & wb if _SETTINGS.fullmatch(w)]
+        # A setting's value changed ('t=0.0' against 't=1.0', whatever else changes beside
+        # it); a depth's alone is set against the positions both draft (sibling_depths).
+        only_numbers = len(numbers) == len(differ)
+        if numbers and (
+            (only_numbers and settings) or any(not _DEPTH.fullmatch(w) for w in settings)
         ):
             return "expected"
         if differ and any(_CODE.fullmatch(w) for w in differ):
