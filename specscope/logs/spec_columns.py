@@ -51,6 +51,8 @@ def qualified_runs(
         measure = column_form(m.group("measure"), [cells[c] for _, cells in rows]) if run else None
         if measure == "rate" and "%" in head:  # the unit in the header: bare numbers percents
             measure = "percent"
+        elif measure == "rate" and _over_one([cells[c] for _, cells in rows]):
+            measure = None  # lengths or percents without their sign: '1.00' is no 100%
         if measure is not None:
             columns.append((c, run, measure))
     # A run's columns: a rate and a length at most ('code accept rate', 'code accept length').
@@ -113,6 +115,10 @@ def corner_runs(
     runs = list(range(1, len(header)))
     if measure is None or len(runs) < 2:
         return []
+    if measure == "rate" and _over_one(
+        [cells[c] for _, cells in body for c in runs if c < len(cells)]
+    ):
+        return []
     keys = [k for role in _MEASURES if (k := key_of(defn, role)) is not None]
     if any(not header[c].strip() or any(k.search(header[c]) for k in keys) for c in runs):
         return []
@@ -134,6 +140,14 @@ def corner_runs(
             reading.extra = {"row": cells[0], "column": header[c].strip()}
             readings.append(reading)
     return readings if len(readings) >= 2 else []
+
+
+def _over_one(cells: list[str]) -> bool:
+    """A bare number over 1 among the cells (no '%'): no column of shares."""
+    return any(
+        _BARE.fullmatch(t := regex.sub(r"^\s*[~≈]\s*", "", c).strip()) and float(t) > 1.0
+        for c in cells
+    )
 
 
 def column_form(word: str, cells: list[str]) -> str | None:
