@@ -32,6 +32,7 @@ REQUEST_FORMATS = (
     "llamacpp_response_timings",
     "llamacpp_timings_assignments",
     "omlx_mtp_summary",
+    "omlx_vlm_mtp_stats",
     "sglang_request_finish",
     "sglang_request_meta_info",
     "trtllm_request_spec_decode",
