@@ -41,7 +41,7 @@ def qualified_runs(
     if key is None or plain is None:
         return []
     rows = [(i, cells) for i, cells in body if len(cells) == len(header)]
-    columns: list[tuple[int, str, str]] = []  # (column, run, measure)
+    found: list[tuple[int, str, str, str | None]] = []  # (column, run, word, measure)
     for c, head in enumerate(header):
         m = key.fullmatch(head.strip()) if c > 0 else None
         if m is None:
@@ -53,8 +53,9 @@ def qualified_runs(
             measure = "percent"
         elif measure == "rate" and _over_one([cells[c] for _, cells in rows]):
             measure = None  # lengths or percents without their sign: '1.00' is no 100%
-        if measure is not None:
-            columns.append((c, run, measure))
+        if run:
+            found.append((c, run, m.group("measure").lower(), measure))
+    columns = [(c, run, measure) for c, run, measure in _one_accept(found, rows) if measure]
     # A run's columns: a rate and a length at most ('code accept rate', 'code accept length').
     runs: dict[str, list[tuple[int, str]]] = {}
     for c, run, measure in columns:
@@ -78,6 +79,29 @@ def qualified_runs(
             reading.extra = {"row": cells[0], "column": run}
             readings.append(reading)
     return readings if len(readings) >= 2 else []
+
+
+def _one_accept(
+    found: list[tuple[int, str, str, str | None]], rows: list[tuple[int, list[str]]]
+) -> list[tuple[int, str, str | None]]:
+    """One word is one measure in one header: where one bare 'accept' column holds mean
+    lengths and another only 1.00s (read alone, shares: 100%), those are lengths too
+    (nothing accepted); bare 'accept' columns whose forms cannot agree are none."""
+    forms = {measure for _, _, word, measure in found if word == "accept"}
+    if len(forms) <= 1:
+        return [(c, run, measure) for c, run, _, measure in found]
+
+    def ones(c: int) -> bool:
+        said = [cells[c] for _, cells in rows if not _NONE.fullmatch(cells[c])]
+        return all((n := cell_number(x)) is not None and n == (1.0, "") for x in said)
+
+    agreed = forms == {"rate", "length"} and all(
+        ones(c) for c, _, word, measure in found if word == "accept" and measure == "rate"
+    )
+    return [
+        (c, run, ("length" if agreed else None) if word == "accept" else measure)
+        for c, run, word, measure in found
+    ]
 
 
 # The roles whose words make a header cell a measure, no run's name.
