@@ -305,6 +305,8 @@ def stated_acceptance(row: Row) -> Row:
     said: dict[str, Any] = {"stated": quote}
     if low is not None and "reported_rate" in row:
         said["range"] = [round(float(low) / (100 if percent else 1), 12), row["reported_rate"]]
+    elif low is not None and "mean_acceptance_length" in row:  # ('only around 2–3')
+        said["range"] = [float(low), row["mean_acceptance_length"]]
     reference = _stated_reference(
         row, row.pop("stated_reference", None), row.pop("reference_pct", None), bool(percent)
     )
