@@ -85,8 +85,9 @@ def _one_accept(
     found: list[tuple[int, str, str, str | None]], rows: list[tuple[int, list[str]]]
 ) -> list[tuple[int, str, str | None]]:
     """One word is one measure in one header: where one bare 'accept' column holds mean
-    lengths and another only 1.00s (read alone, shares: 100%), those are lengths too
-    (nothing accepted); bare 'accept' columns whose forms cannot agree are none."""
+    lengths and another only 1.00s (alone, a share of 100% or a length of nothing), those
+    are lengths too (nothing accepted); bare 'accept' columns whose forms cannot agree are
+    none."""
     forms = {measure for _, _, word, measure in found if word == "accept"}
     if len(forms) <= 1:
         return [(c, run, measure) for c, run, _, measure in found]
@@ -95,8 +96,8 @@ def _one_accept(
         said = [cells[c] for _, cells in rows if not _NONE.fullmatch(cells[c])]
         return all((n := cell_number(x)) is not None and n == (1.0, "") for x in said)
 
-    agreed = forms == {"rate", "length"} and all(
-        ones(c) for c, _, word, measure in found if word == "accept" and measure == "rate"
+    agreed = "length" in forms and all(
+        ones(c) for c, _, word, measure in found if word == "accept" and measure != "length"
     )
     return [
         (c, run, ("length" if agreed else None) if word == "accept" else measure)
@@ -186,8 +187,8 @@ def column_form(word: str, cells: list[str]) -> str | None:
     if low != "accept":
         return "rate"
     values = [c for c in cells if not _NONE.fullmatch(c)]
-    if not values:
-        return None
+    if not values or all(cell_number(v) == (1.0, "") for v in values):
+        return None  # (1.00 alone: a share of 100% or a length of nothing accepted)
     if all(rate_of(v.strip()) is not None for v in values):
         return "rate"
     if not all(_LENGTH.fullmatch(v.strip()) for v in values):
