@@ -181,6 +181,26 @@ def test_counted_k_needs_one_whole_k_on_every_row() -> None:
     assert dict(got.select("run_id", "counted_k").iter_rows()) == {"a": 15}
 
 
+def test_counted_k_holds_on_every_row_of_a_long_log() -> None:
+    # 5,000 intervals at k = 3, each mean printed to 2 decimals as vLLM does: the rounding
+    # edges (a mean of exactly x.xx5) must not leave one row without its k.
+    rng = np.random.default_rng(3)
+    drafts = rng.integers(20, 600, 5_000)
+    accepted = (drafts * 3 * rng.uniform(0.05, 0.95, 5_000)).astype(int) + 1
+    spec = pl.LazyFrame(
+        {
+            "run_id": ["r"] * 5_000,
+            "format": ["vllm_v1_spec_decode"] * 5_000,
+            "draft_tokens": drafts * 3,
+            "accepted_tokens": accepted,
+            "mean_acceptance_length": [
+                float(f"{1 + a / d:.2f}") for a, d in zip(accepted, drafts, strict=True)
+            ],
+        }
+    )
+    assert counted_k(spec, ["r"])["counted_k"].to_list() == [3]
+
+
 def test_the_spread_of_accepted_lengths_bounds_their_mean(tmp_path: Path) -> None:
     # The 65 drafts' per-position counts give the spread of their accepted lengths: the
     # mean's bound at 95% is 1.71 tokens a draft, under half of a learned drafter's 3.86

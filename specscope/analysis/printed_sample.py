@@ -27,7 +27,9 @@ drafts only narrow the bound). Two more are read here, never assumed:
   for "hundreds", never more; a list of zeros proves one draft; a list printed to 2
   decimals, or paraphrased, or averaged by a script from many lines (whose rates are no
   fractions of one count), proves nothing and is not read. Such a bound replaces the
-  verify steps assumed for a line only where it is larger.
+  verify steps assumed for lines that print their mean length, where it is larger; a list
+  printed alone keeps the steps assumed for it (tests/test_lone_lines: a healthy one asks
+  for the counts that would settle it).
 
 A lone stated rate ('0.84%') carries no sample at all: no identity applies to one number,
 and the steps assumed for it stay an assumption (its findings are at most suggestive).
@@ -199,10 +201,11 @@ def counted_k(spec: pl.LazyFrame, runs: list[str]) -> pl.DataFrame:
     needed = {"format", "draft_tokens", "accepted_tokens", "mean_acceptance_length"}
     if not runs or not needed <= set(names):
         return empty
-    # tau printed to 2 decimals: the drafts lie between accepted over its gain's two ends,
-    # and are the drafted tokens over a whole k (every k a drafter may use is tried).
+    # tau printed to 2 decimals: the drafts lie between the accepted tokens over its gain's
+    # two ends, so k (the drafted tokens over them, a whole number) between these two.
     gain = pl.col("mean_acceptance_length") - 1
-    base = (
+    per_token = pl.col("draft_tokens") / pl.col("accepted_tokens")
+    rows = (
         spec.filter(
             pl.col("run_id").cast(pl.String).is_in(runs)
             & pl.col("format").is_in(VLLM_LINES)
@@ -215,47 +218,49 @@ def counted_k(spec: pl.LazyFrame, runs: list[str]) -> pl.DataFrame:
             "draft_tokens",
             "accepted_tokens",
             "mean_acceptance_length",
+            ((gain - 0.005) * per_token - 1e-6).ceil().clip(_K_RANGE[0]).cast(pl.Int64).alias("lo"),
+            ((gain + 0.005) * per_token + 1e-6)
+            .floor()
+            .clip(upper_bound=_K_RANGE[1])
+            .cast(pl.Int64)
+            .alias("hi"),
         )
         .with_row_index("row")
-        .collect()
     )
-    drafts = pl.col("draft_tokens") / pl.col("k")
+    # (a range of more than a few ks pins none: no row is multiplied by more than four)
     fits = (
-        base.lazy()
-        .with_columns(pl.int_ranges(_K_RANGE[0], _K_RANGE[1] + 1).alias("k"))
+        rows.filter(pl.col("hi") - pl.col("lo") <= 3)
+        .select("row", "draft_tokens", pl.int_ranges("lo", pl.col("hi") + 1).alias("k"))
         .explode("k")
-        .filter(
-            (pl.col("draft_tokens") % pl.col("k") == 0)
-            & (drafts >= pl.col("accepted_tokens") / (gain + 0.005))
-            & (drafts <= pl.col("accepted_tokens") / (gain - 0.005))
-        )
+        .filter(pl.col("draft_tokens") % pl.col("k") == 0)
         .group_by("row")
         .agg(pl.col("k").first(), pl.len().alias("ks"))
+        .filter(pl.col("ks") == 1)
+        .select("row", "k")
+    )
+    # A row whose figures fit no k, or several, leaves its run without one.
+    runs_k = (
+        rows.join(fits, on="row", how="left")
+        .group_by("run_id", maintain_order=True)
+        .agg(
+            pl.col("k").fill_null(-1).n_unique().alias("kinds"),
+            pl.col("k").fill_null(-1).min().alias("k"),
+            pl.col("draft_tokens", "accepted_tokens", "mean_acceptance_length").first(),
+        )
+        .filter((pl.col("kinds") == 1) & (pl.col("k") > 0))
         .collect()
     )
-    one = {r: k for r, k, ks in fits.iter_rows() if ks == 1}
-    implied: dict[str, set[int]] = {}
-    said: dict[str, str] = {}
-    for row, run_id, tokens, accepted, tau in base.iter_rows():
-        # A row whose figures fit no k, or several, leaves its run without one.
-        k = one.get(row, -1)
-        implied.setdefault(run_id, set()).add(k)
-        if k > 0:
-            said.setdefault(
-                run_id,
-                f"k {k} from the printed mean length: {accepted:,} accepted over "
-                f"{tau - 1:.2f} a draft is {tokens // k:,} drafts of the {tokens:,} drafted "
-                "tokens",
-            )
-    known = {r: ks.pop() for r, ks in implied.items() if len(ks) == 1 and -1 not in ks}
-    if not known:
+    if runs_k.is_empty():
         return empty
+    said = [
+        f"k {k} from the printed mean length: {accepted:,} accepted over {tau - 1:.2f} a draft "
+        f"is {tokens // k:,} drafts of the {tokens:,} drafted tokens"
+        for k, tokens, accepted, tau in runs_k.select(
+            "k", "draft_tokens", "accepted_tokens", "mean_acceptance_length"
+        ).iter_rows()
+    ]
     return pl.DataFrame(
-        {
-            "run_id": list(known),
-            "counted_k": list(known.values()),
-            "counted_k_said": [said[r] for r in known],
-        },
+        {"run_id": runs_k["run_id"], "counted_k": runs_k["k"], "counted_k_said": said},
         schema=empty.schema,
     )
 
