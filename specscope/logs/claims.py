@@ -42,9 +42,9 @@ from specscope.logs.claim_speed import (
 from specscope.logs.claim_words import Claim, Lexicon, lexicon
 from specscope.logs.clean import clean_line
 from specscope.logs.definitions import Definition
+from specscope.logs.limits import max_line_bytes
 from specscope.logs.reading import Reading
 
-MAX_LINE = 20_000  # longer is no prose (a dump, a minified document)
 CONTEXT_LINES = 6  # how far a sentence's subject may be on a line around it
 _MARKUP = re.compile(
     r"\*\*|__|`|(?<![\w*])\*(?=\w)|(?<=\w)\*(?![\w*])|^\s*(?:[-*+>]\s+|#+\s+|\d+\.\s+)+"
@@ -382,11 +382,14 @@ class ClaimWatch:
     before: tuple[int, str] | None = None  # the last line the parser skipped, as it was
     stated_spec: int = 0  # spec_decode rows that are an author's stated rates, not counts
     widest: int = 0  # the longest prose line held so far: the width a wrap keeps under
+    max_line: int = field(init=False, default=0)  # the claims definitions' (a paragraph's too)
 
     def __post_init__(self) -> None:
         defs = list(self.definitions)
         self.lex = lexicon(defs)
         self.defs = {d.name: d for d in defs if d.parse == "claims"}
+        caps = [d.max_line or max_line_bytes() for d in self.defs.values()]
+        self.max_line = max(caps, default=max_line_bytes())  # longer is no prose (a dump)
         lex = self.lex
         self._trigger = (
             regex.compile(
@@ -450,7 +453,7 @@ class ClaimWatch:
         text = clean_line(raw).text
         if _FENCE.match(text):
             self._fenced = not self._fenced
-        elif len(text) <= MAX_LINE and not self.is_log(text):
+        elif len(text) <= self.max_line and not self.is_log(text):
             self.widest = max(self.widest, len(text))
             self._held = (line, [text])
             if self._fenced:
@@ -470,7 +473,7 @@ class ClaimWatch:
             return False
         if "|" in text or self.is_log(text):
             return False
-        if sum(len(t) for t in held[1]) + len(text) >= MAX_LINE:
+        if sum(len(t) for t in held[1]) + len(text) >= self.max_line:
             return False
         held[1].append(text.strip())
         self.widest = max(self.widest, len(text))

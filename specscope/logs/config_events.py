@@ -33,6 +33,8 @@ class ConfigsAndEvents:
         """A piece of a line that is no record: a configuration or an event, if any."""
         text = piece.text
         for defn in self.grammar.configs:
+            if not defn.reads(text):
+                continue
             if defn.literals and not any(lit in text for lit in defn.literals):
                 continue
             assert defn.anchor is not None
@@ -46,6 +48,8 @@ class ConfigsAndEvents:
                 self._config(defn, m, pending.text, piece, line)
             break
         for event in self.grammar.events:
+            if not event.reads(text):
+                continue
             if event.literals and not any(lit in text for lit in event.literals):
                 continue
             m = event.anchor.search(text)

@@ -74,6 +74,10 @@ class EventSpec:
     # A crash: a paste of it alone is worth storing and judging (``error_signature``),
     # though it holds no telemetry.
     crash: bool = False
+    max_line: int | None = None  # its definition's (Definition.max_line)
+
+    def reads(self, text: str) -> bool:
+        return self.max_line is None or len(text) <= self.max_line
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,14 @@ class Definition:
     events: tuple[EventSpec, ...] = ()
     samples: tuple[Sample, ...] = ()
     plain: tuple[PlainShape, ...] = ()  # released shapes the bulk reader takes as they are
+    # The longest text (characters) its regexes run on: a longer line is not read by it,
+    # and still by the others. Prose patterns weigh each place of a line against hundreds of
+    # characters around it (README → Limits and safety). None: the line limit (telemetry).
+    max_line: int | None = None
+
+    def reads(self, text: str) -> bool:
+        """Is ``text`` short enough for this definition to run its regexes on?"""
+        return self.max_line is None or len(text) <= self.max_line
 
     def field_for(self, label: str) -> FieldSpec | None:
         return self.fields.get(squash(label))
@@ -288,6 +300,7 @@ def _is_str_map(value: Any) -> bool:
 
 _STR = _Type("a string", lambda v: isinstance(v, str))
 _INT = _Type("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+_POSITIVE = _Type("an integer above 0", lambda v: _INT.test(v) and v > 0)
 _BOOL = _Type("true or false", lambda v: isinstance(v, bool))
 _TABLE = _Type("a table", lambda v: isinstance(v, dict))
 # Arrays of tables: each entry is checked on its own, so that the error names its index.
@@ -324,6 +337,7 @@ _TOP_KEYS: dict[str, _Type] = {
     "required_for": _STRS_MAP,
     "min_fields": _INT,
     "min_fields_alone": _INT,
+    "max_line": _POSITIVE,
     "derive": _DERIVE,
     "counts": _STR,
     "cumulative": _STRS,
@@ -532,6 +546,7 @@ def load_definition(path: Path) -> Definition:
             _compile(e["anchor"], flags, where, f"{at}.anchor"),
             _literals(e.get("literal")),
             bool(e.get("crash", False)),
+            raw.get("max_line"),
         )
         for at, e in _entries(raw, "events", "", where)
     )
@@ -592,6 +607,7 @@ def load_definition(path: Path) -> Definition:
         events=events,
         samples=_samples(raw.get("samples", ()), where),
         plain=_plain(raw, fields, where),
+        max_line=raw.get("max_line"),
     )
 
 

@@ -38,6 +38,10 @@ class Anchor:
     literals: tuple[str, ...]
     definitions: tuple[Definition, ...]
     fragment: bool  # every definition on it reads a fragment of a record
+    max_line: int | None  # the longest text it is run on (None: any its definitions read)
+
+    def reads(self, text: str) -> bool:
+        return self.max_line is None or len(text) <= self.max_line
 
 
 class Grammar:
@@ -56,6 +60,7 @@ class Grammar:
                 tuple(lit for d in ds for lit in d.literals),
                 tuple(ds),
                 all(d.fragment for d in ds),
+                _widest(ds),
             )
             for ds in by_anchor.values()
             if (anchor := ds[0].anchor) is not None  # always: by_anchor holds only these
@@ -108,11 +113,16 @@ class Grammar:
         return (
             self.envelopes_in(text)
             + [m for m, _ in self.anchors_in(text)]
-            + [m for d in self.configs if d.anchor is not None for m in d.anchor.finditer(text)]
+            + [
+                m
+                for d in self.configs
+                if d.anchor is not None and d.reads(text)
+                for m in d.anchor.finditer(text)
+            ]
             + [
                 m
                 for e in self.events
-                if any(lit in text for lit in e.literals)
+                if e.reads(text) and any(lit in text for lit in e.literals)
                 for m in e.anchor.finditer(text)
             ]
         )
@@ -124,7 +134,7 @@ class Grammar:
         if not any(lit in text for lit in self._event_literals):
             return False  # (most lines: one pass over the literals, not one per event)
         for event in self.events:
-            if not any(lit in text for lit in event.literals):
+            if not event.reads(text) or not any(lit in text for lit in event.literals):
                 continue
             m = event.anchor.search(text, pos=max(0, len(text) - 200), partial=True)
             # A few letters are the start of too many words; a phrase cut is a longer one.
@@ -171,6 +181,7 @@ class Grammar:
             if envs and envs[-1].end() >= len(tail.rstrip()):
                 return True  # a header with its message on the next line
         offset = len(text) - len(tail)
+        marks: list[regex.Match[str]] | None = None  # (found once: a prose line has many literals)
         for literal in self.anchor_literals:
             at = tail.rfind(literal)
             if at < 0:
@@ -178,7 +189,8 @@ class Grammar:
             rest = tail[at + len(literal) :]
             if ":" in rest and not rest.rstrip().endswith(":"):
                 continue  # the record's opening is all there (the common case: no regex)
-            if not any(m.start() <= offset + at < m.end() for m in self._marks(text)):
+            marks = self._marks(text) if marks is None else marks
+            if not any(m.start() <= offset + at < m.end() for m in marks):
                 return True  # the opening words of a record, the rest on the next line
         return self.ends_in_literal(tail) or (bool(self.events) and self.cut_event(text))
 
@@ -196,6 +208,8 @@ class Grammar:
     def anchors_in(self, text: str) -> list[tuple[regex.Match[str], Anchor]]:
         found: list[tuple[regex.Match[str], Anchor]] = []
         for anchor in self.anchors:
+            if not anchor.reads(text):
+                continue
             if anchor.literals and not any(lit in text for lit in anchor.literals):
                 continue
             found.extend((m, anchor) for m in anchor.pattern.finditer(text))
@@ -221,12 +235,21 @@ class Grammar:
     def block_starts(self, text: str) -> Iterator[tuple[Definition, regex.Match[str]]]:
         """Each block definition whose opening ``text`` has, in the grammar's order."""
         for defn in self.blocks:
+            if not defn.reads(text):
+                continue
             if defn.literals and not any(lit in text for lit in defn.literals):
                 continue
             assert defn.anchor is not None
             m = defn.anchor.search(text)
             if m is not None:
                 yield defn, m
+
+
+def _widest(defs: Iterable[Definition]) -> int | None:
+    """The longest text an anchor shared by ``defs`` is run on: the widest of their caps,
+    none where one of them has none."""
+    caps = [d.max_line for d in defs]
+    return None if any(c is None for c in caps) else max(c for c in caps if c is not None)
 
 
 _DEFAULT: list[Grammar] = []  # the grammar of the definitions in use, once built

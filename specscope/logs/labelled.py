@@ -292,7 +292,7 @@ class LabelledResults:
         """Watch one non-blank line; a fence it closes is read, and a launch's block the
         first line that is none of its."""
         assert self.defn is not None and self.defn.anchor is not None
-        fence = self.defn.anchor.match(raw.rstrip("\r\n"))
+        fence = self.defn.anchor.match(raw.rstrip("\r\n")) if self.defn.reads(raw) else None
         if self.open and self.unfenced and (fence is not None or not self._goes_on(raw)):
             self.close()
         if not self.open:
