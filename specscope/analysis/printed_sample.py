@@ -169,8 +169,13 @@ def curve_drafts(spec: pl.LazyFrame, runs: list[str]) -> pl.DataFrame:
         .collect()
     )
     least: dict[str, list[int]] = {}
+    # (a log repeats its lists: each distinct one is solved once)
+    solved: dict[tuple[float, ...], int] = {}
     for run_id, curve in rows.iter_rows():
-        least.setdefault(run_id, []).append(least_drafts(curve))
+        key = tuple(curve)
+        if key not in solved:
+            solved[key] = least_drafts(curve)
+        least.setdefault(run_id, []).append(solved[key])
     if not least:
         return empty
     said = {
