@@ -21,6 +21,9 @@ from specscope.logs.table_shapes import cell_number, key_of, rate_of
 _NONE = regex.compile(r"\s*(?:-+|—|–|n/?a|none)?\s*", regex.I)
 # Mean lengths as authors print them: a decimal, at least the token the target adds.
 _LENGTH = regex.compile(r"[~≈]?\s*\d{1,2}\.\d{1,3}")
+_RANGE_TOP = regex.compile(
+    r"^\s*[~≈]?\s*\d+(?:\.\d+)?\s*%?\s*[-–]\s*(?P<top>\d+(?:\.\d+)?\s*%?)\s*$"
+)
 _BARE = regex.compile(r"\d+(?:\.\d+)?")
 # No draft is longer than this: a column with a larger value holds no mean length.
 _MAX_LENGTH = 33.0
@@ -186,7 +189,8 @@ def column_form(word: str, cells: list[str]) -> str | None:
         return "length"
     if low != "accept":
         return "rate"
-    values = [c for c in cells if not _NONE.fullmatch(c)]
+    # (a range of runs, '71.8–76.6%', '1.96–2.67', by its top: its form is its ends')
+    values = [_RANGE_TOP.sub(r"\g<top>", c).strip() for c in cells if not _NONE.fullmatch(c)]
     if not values or all(cell_number(v) == (1.0, "") for v in values):
         return None  # (1.00 alone: a share of 100% or a length of nothing accepted)
     if all(rate_of(v.strip()) is not None for v in values):

@@ -100,7 +100,6 @@ def _percent_cell(cell: str, percent: bool) -> str:
 _BARE_NUMBER = regex.compile(r"[~≈]?\s*\d+(?:\.\d+)?")
 
 
-_SHARE_HEAD = regex.compile(r"accept|acc", regex.I)
 _PROBES = regex.compile(r"\s+/\s+")
 # A range of runs ('80-91%', '0.31–0.33'): at its top, as two probes are at the higher.
 _RANGE = regex.compile(
@@ -212,9 +211,13 @@ def _spec_rows(
         # A bare number over 1 in a rate's column ('1.94', '62.3'): the column holds mean
         # lengths or percents without their sign, and its '1.00' or '0.9' would be misread.
         rate = None
+    share = key_of(defn, "share_or_length")
+    if counts is None and rate is None and not runs and share is not None:
+        # the bare word after a drafter's name ('MTP accept'): its cells tell what it holds
+        counts = next((c for c, h in enumerate(header) if c and share.fullmatch(h.strip())), None)
     if counts is None:  # the counts may be in the rate's cells: '60.1% (83/138)'
         counts = rate
-    elif rate is None and _SHARE_HEAD.fullmatch(header[counts].strip()):
+    elif rate is None and share is not None and share.fullmatch(header[counts].strip()):
         # 'accept' (not 'accepted', a count) holds counts or a share: '80/94 (85.1%)' in
         # oMLX's summaries, '0.319' in a ladder of rungs; the cell's form tells them apart.
         # SGLang's word is a mean length ('5.25', '1.00': nothing accepted, no 100%): the
