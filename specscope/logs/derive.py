@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from itertools import pairwise
 from typing import Any
 
 import polars as pl
@@ -102,6 +103,31 @@ def spec_from_drafts(row: Row) -> Row:
     if row.get("acceptance_rate") is None and accepted is not None and draft_tokens:
         row["acceptance_rate"] = accepted / draft_tokens
     return row
+
+
+_PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
+
+
+def spec_from_position_pairs(row: Row) -> Row:
+    """Records that print each position's accepted and drafted counts as pairs in one value
+    (oMLX's ``depth[d1=155/200,d2=115/150,d3=82/104]``): ``accepted_per_pos`` and
+    ``drafted_per_pos``, the positions never drafted at the tail left out. Kept only where
+    they are the record's own counts (they sum to its accepted and drafted tokens, and no
+    position accepts more than it drafted or than the one before): anything else is no
+    per-position evidence. Then as ``spec_from_drafts``."""
+    pairs = [(int(a), int(n)) for a, n in _PAIR.findall(str(row.pop("position_pairs", "")))]
+    while pairs and pairs[-1][1] == 0:
+        pairs.pop()
+    accepted, drafted = [a for a, _ in pairs], [n for _, n in pairs]
+    if (
+        pairs
+        and sum(accepted) == row.get("accepted_tokens")
+        and sum(drafted) == row.get("draft_tokens")
+        and all(a <= n for a, n in pairs)
+        and all(x >= y for x, y in pairwise(accepted))
+    ):
+        row["accepted_per_pos"], row["drafted_per_pos"] = accepted, drafted
+    return spec_from_drafts(row)
 
 
 def vllm_engine_stats(row: Row) -> Row:
@@ -303,6 +329,11 @@ def stated_acceptance(row: Row) -> Row:
         row["reported_rate"] = round(float(rate) / (100 if percent else 1), 12)
         row["partial"] = True
     said: dict[str, Any] = {"stated": quote}
+    # The two levels of one change ('accept length 从 1.804 提升到 2.738'): the arms of a
+    # comparison, named as the author orders them (their sides are set against each other).
+    before, after = row.pop("stated_before", None), row.pop("stated_after", None)
+    if before is not None or after is not None:
+        said["label"] = "before" if before is not None else "after"
     if low is not None and "reported_rate" in row:
         said["range"] = [round(float(low) / (100 if percent else 1), 12), row["reported_rate"]]
     elif low is not None and "mean_acceptance_length" in row:  # ('only around 2–3')
@@ -494,6 +525,7 @@ RECORD_DERIVATIONS: dict[str, Callable[[Row], Row]] = {
     "vllm_v1_spec_decode": vllm_v1_spec_decode,
     "vllm_v0_spec_decode": vllm_v0_spec_decode,
     "spec_from_drafts": spec_from_drafts,
+    "spec_from_position_pairs": spec_from_position_pairs,
     "vllm_engine_stats": vllm_engine_stats,
     "stated_comparison": stated_comparison,
     "stated_acceptance": stated_acceptance,
