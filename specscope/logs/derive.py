@@ -329,6 +329,11 @@ def stated_acceptance(row: Row) -> Row:
         row["reported_rate"] = round(float(rate) / (100 if percent else 1), 12)
         row["partial"] = True
     said: dict[str, Any] = {"stated": quote}
+    # The two levels of one change ('accept length 从 1.804 提升到 2.738'): the arms of a
+    # comparison, named as the author orders them (their sides are set against each other).
+    before, after = row.pop("stated_before", None), row.pop("stated_after", None)
+    if before is not None or after is not None:
+        said["label"] = "before" if before is not None else "after"
     if low is not None and "reported_rate" in row:
         said["range"] = [round(float(low) / (100 if percent else 1), 12), row["reported_rate"]]
     elif low is not None and "mean_acceptance_length" in row:  # ('only around 2–3')
