@@ -316,6 +316,19 @@ _REPEATED = [
     ("", "'", ""),
     ("", "a:", ""),
     ("", "Position 1: 5\n", ""),
+    # An author's words and tables (session 15: minutes to hours a line of 1 MiB, each
+    # place weighed against hundreds of characters around it; their definitions' max_line)
+    ("", "TPOT is 14.2 ms vs ", ""),
+    ("", " slower than with no speculation (61 tok/s baseline", ""),
+    ("", "drops from 1200 tok/s to ", ""),
+    ("", "25 tps with spec vs 42.6 without ", ""),
+    ("", "EAGLE-3 is slower than EAGLE-2 on this GPU. ", ""),
+    ("", "but we only get 25% acceptance ", ""),
+    ("", "采纳率~40% ", ""),
+    ("", "accept    = 34.320% ", ""),
+    ("", "## Acceptance Rate ", ""),
+    ("", "| 1 | 5.96 | ", ""),
+    ("", "| K | C=1 | TPOT | ", ""),
 ]
 
 
