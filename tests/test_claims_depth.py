@@ -38,6 +38,10 @@ def _deeper(text: str) -> list[str]:
         "metric.",
         "With --speculative-num-steps 2 we are fine, but any increase from this just makes "
         "latency increase.",
+        "For me k=3 was faster than k=5.",
+        "In my tests num_speculative_tokens=2 beats 4 on every metric.",
+        "On this box, k=5 is slower than k=3.",
+        "With our setup k=2 gives better throughput than k=4.",
     ],
 )
 def test_a_deeper_draft_that_costs_is_read(text: str) -> None:
@@ -62,6 +66,13 @@ def test_a_deeper_draft_that_costs_is_read(text: str) -> None:
         "`k=5` on a code-generation prompt.",
         "In our runs any increase will just cause latencies to increase.",  # of what?
         "More draft tokens get rejected with the quantized head on my setup.",
+        "In my runs k=3 is slower than k=5.",  # the shallower one slower
+        "k=2 is 36% faster and k=4 is 28% faster than vanilla.",
+        "Is k=3 faster than k=5 for you?",
+        "I think k=2 would be faster than k=4 here.",
+        "In my tests k=3 is not faster than k=5.",
+        "tp=4 is faster than tp=2 on my box.",
+        "num_speculative_tokens=2 outperforms the default of 4",  # whose run?
     ],
 )
 def test_the_same_words_stating_no_such_result_are_not_read(text: str) -> None:

@@ -46,7 +46,7 @@ def read_depth(lex: Lexicon, sentence: str, mark: str, mine_before: bool) -> Cla
         return None
     deeper = lex.find("deeper", sentence)
     if deeper is None:
-        return _shallower(lex, sentence, mine_before)
+        return _shallower(lex, sentence, mine_before) or _pair(lex, sentence, mine_before)
     worse = next(
         (
             m
@@ -109,6 +109,27 @@ def _shallower(lex: Lexicon, sentence: str, mine_before: bool) -> Claim | None:
         return None  # (advice, a document's words, a rule)
     if not (_own(lex, sentence) or mine_before):
         return None
+    return Claim("deeper", span.strip())
+
+
+_BETTER = re.compile(r"outperform|beat|faster|better", re.I)
+
+
+def _pair(lex: Lexicon, sentence: str, mine_before: bool) -> Claim | None:
+    """Two depths set against each other by number, the deeper one worse ('k=3 was faster
+    than k=5', 'k=5 is slower than k=3'); the shallower one worse is no such claim."""
+    m = lex.find("depth_pair", sentence)
+    if m is None or negated(lex, sentence, m.start("verb")):
+        return None
+    a, b = int(m["a"]), int(m["b"])
+    better = _BETTER.match(m["verb"]) is not None
+    if a == b or (a < b) != better:
+        return None  # (the shallower one slower: 'k=3 is slower than k=5')
+    span = m[0]
+    if lex.has("hedge", span) or _BELIEF.search(sentence) or lex.has("quote", sentence):
+        return None
+    if lex.has("condition", sentence[: m.start()]) or not (_own(lex, sentence) or mine_before):
+        return None  # (a rule, or whose run?)
     return Claim("deeper", span.strip())
 
 

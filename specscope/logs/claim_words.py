@@ -19,7 +19,8 @@ ROLES = (
     "cause", "unreal", "consequence", "minimiser", "linking", "referent", "fraction", "aside",
     "low", "fall", "few", "zero_zh", "low_zh", "crowd", "times_slower", "percent_slower",
     "share_of", "time_zh", "fall_zh", "rise_zh", "among_zh", "deeper", "depth_worse", "depth_set",
-    "shallower",
+    "shallower", "depth_pair",
+    "inactive",
 )  # fmt: skip
 ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)  # ('a low rate': a thing named)
 

@@ -83,6 +83,7 @@ _ACCEPTANCE = ("zero", "rate", "length", "low", "cliff", "deeper")  # kept as st
 _TRIGGERS = (
     "slower", "worse", "lower", "higher", "faster", "zero", "slower_zh", "fraction", "low", "fall",
     "few", "zero_zh", "low_zh", "percent_slower", "share_of", "rise_zh", "deeper", "shallower",
+    "depth_pair",
 )  # fmt: skip
 
 Keep = Callable[[Definition, int, Reading], None]
@@ -209,6 +210,8 @@ def read_sentence(
     depth = _depth(lex, sentence)
     crowd = lex.has("crowd", sentence)  # more than one request at once ('np=2', 'C=4')
     absent_here = _names_absence(lex, sentence)
+    # Speculation that never ran: no speed the sentence states is its (prism-ml llama.cpp #203).
+    inactive = lex.has("inactive", sentence)
     among: bool | None = None  # speculation against speculation (looked at when needed)
     # (once: a sentence may hold many clauses; speculation against speculation, MTP4 相比
     # MTP3, names no run against decoding without it)
@@ -265,6 +268,11 @@ def read_sentence(
         # (a reference that names speculation's absence says whose run, in any clause:
         # 'compared ... with non-speculative version ..., but I did not see any improvement')
         absent = _names_absence(lex, clause) or absent_here
+        if said in ("slower", "collapse") and inactive:
+            continue  # ('speculation never activates ... speed is identical to --spec-type none')
+        if said == "slower" and not (absent or lex.has("slower", clause)):
+            if any(lex.has("cause", c) for c in clauses[:i]):
+                continue  # ('After upgrading to v0.4.2, decode speed dropped': old against new)
         if said != "faster" and i + 1 < len(clauses) and dismissed(lex, clauses[i + 1]):
             continue  # ('drops with MTP, but the drop is within noise')
         sized = slowdown is not None and spoken_of  # (a size is measured: 'The arm is 3 % slower')
