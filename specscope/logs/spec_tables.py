@@ -309,6 +309,7 @@ def _spec_rows(
     if not readings:
         return first
     _emitted_shares(readings)
+    _slot_shares(readings)
     _along(defn, header[0], readings)
     readings[0].more = readings[1:]
     return readings[0]
@@ -336,6 +337,35 @@ def _emitted_shares(readings: list[Reading]) -> None:
 
 # Rates printed to 0.1% and lengths to 0.01 agree with 1 - 1/length within this.
 _SHARE_ROUNDING = 0.006
+
+
+def _slot_shares(readings: list[Reading]) -> None:
+    """A rate that is the length over one whole number n in every row (two rows or more),
+    where (length - 1) / rate is none: SGLang's accept rate, the length over the n tokens a
+    verify step checks (the draft's k and the one the target adds; world 250: 2.3377 at
+    0.7795 and 1.4931 at 0.4976, n = 3). Each record's k is then n - 1; the rate is kept as
+    printed (``reported_rate``, whose meaning varies)."""
+    said = [r for r in readings if {"reported_rate", "mean_acceptance_length"} <= r.values.keys()]
+    if len(said) < 2 or len(said) < len(readings) or any("k" in r.values for r in said):
+        return
+    slots = {_whole(r.values["mean_acceptance_length"] / r.values["reported_rate"]) for r in said}
+    drafted = {
+        _whole((r.values["mean_acceptance_length"] - 1) / r.values["reported_rate"]) for r in said
+    }
+    n = slots.pop() if len(slots) == 1 else None
+    if n is None or n < 2 or drafted != {None}:
+        return
+    for r in said:
+        r.values["k"] = n - 1
+
+
+def _whole(x: float) -> int | None:
+    """x as a whole number, where it is one to the rounding of printed figures."""
+    return round(x) if abs(x - round(x)) <= _WHOLE_ROUNDING * max(1.0, x) else None
+
+
+# A quotient of figures printed to 3-4 places is a whole number within this share of it.
+_WHOLE_ROUNDING = 0.005
 
 
 # A column of the change between others ('Δ', '+10.1%'), no measure of one run.
