@@ -341,10 +341,12 @@ _SHARE_ROUNDING = 0.006
 
 def _slot_shares(readings: list[Reading]) -> None:
     """A rate that is the length over one whole number n in every row (two rows or more),
-    where (length - 1) / rate is none: SGLang's accept rate, the length over the n tokens a
-    verify step checks (the draft's k and the one the target adds; world 250: 2.3377 at
-    0.7795 and 1.4931 at 0.4976, n = 3). Each record's k is then n - 1; the rate is kept as
-    printed (``reported_rate``, whose meaning varies)."""
+    where (length - 1) / rate is none: the accept rate SGLang's decode lines printed, the
+    length over the n draft tokens a verify step checks (the draft's k and the one the
+    target adds; world 250: 2.3377 at 0.7795 and 1.4931 at 0.4976, n = 3); later versions
+    print accepted over proposed drafts, (length - 1) / k, which this leaves alone. Each
+    record's k is then n - 1; the rate is kept as printed (``reported_rate``, whose meaning
+    varies)."""
     said = [r for r in readings if {"reported_rate", "mean_acceptance_length"} <= r.values.keys()]
     if len(said) < 2 or len(said) < len(readings) or any("k" in r.values for r in said):
         return
