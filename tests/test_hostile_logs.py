@@ -329,6 +329,13 @@ _REPEATED = [
     ("", "## Acceptance Rate ", ""),
     ("", "| 1 | 5.96 | ", ""),
     ("", "| K | C=1 | TPOT | ", ""),
+    # Engine summaries (issue 16): oMLX's MTP line looked for its rate after each 'cycles='
+    # to the line's end (17 s for 200 KB of its first words repeated)
+    ("", "MTP[1] finish=stop tokens=1 cycles=1 ", ""),
+    ("", "MTP[1] finish=stop tokens=9 cycles=5 tok/cycle=1.80 accept=4/5 (80.0%) ", ""),
+    ("", "vlm_mtp stats: request=a rounds=1 ", ""),
+    ("", "[AL] AVERAGE: 1.5 ", ""),
+    ("", "draft_n=1 predicted_n=2 ", ""),
 ]
 
 
