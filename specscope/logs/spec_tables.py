@@ -206,6 +206,7 @@ def _spec_rows(
         if (c := _captioned_column(defn, header)) is not None:
             rate, length = (c, None) if captioned == "rate" else (None, c)
     positions, drafts = column("per_position"), column("drafts")
+    depth = None if runs else _full_column(defn, "depth", header)
     spread = [] if runs else _position_columns(defn, header, body)
     if rate is not None and not _in_percent(header[rate]) and _over_one(body, rate, len(header)):
         # A bare number over 1 in a rate's column ('1.94', '62.3'): the column holds mean
@@ -272,6 +273,8 @@ def _spec_rows(
                 if length is not None and (n := cell_number(cells[length])) and n[0] >= 1:
                     said["mean_acceptance_length"] = n[0]
             if said is not None:  # a rate (a length) without its counts: as printed, partial
+                if depth is not None and "k" not in said and (k := _k_of(cells[depth])):
+                    said["k"] = k  # the row's draft depth ('num_speculative_tokens | 7')
                 reading = Reading(offset=i)
                 runs, spread_ = said.pop("_runs", None), said.pop("_range", None)
                 reading.values = said
@@ -359,6 +362,19 @@ def _slot_shares(readings: list[Reading]) -> None:
         return
     for r in said:
         r.values["k"] = n - 1
+
+
+def _full_column(defn: Definition, role: str, header: list[str]) -> int | None:
+    """The one column whose whole header is the role's words, or None."""
+    key = key_of(defn, role)
+    found = [c for c, h in enumerate(header) if c and key is not None and key.fullmatch(h.strip())]
+    return found[0] if len(found) == 1 else None
+
+
+def _k_of(cell: str) -> int | None:
+    """A draft depth as a cell states it: a whole number from 1 to 64, no unit."""
+    n = cell_number(cell)
+    return int(n[0]) if n and not n[1] and n[0].is_integer() and 1 <= n[0] <= 64 else None
 
 
 def _whole(x: float) -> int | None:
