@@ -20,7 +20,6 @@ ROLES = (
     "low", "fall", "few", "zero_zh", "low_zh", "crowd", "times_slower", "percent_slower",
     "share_of", "time_zh", "fall_zh", "rise_zh", "among_zh", "deeper", "depth_worse", "depth_set",
     "shallower", "depth_pair",
-    "inactive",
 )  # fmt: skip
 ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)  # ('a low rate': a thing named)
 
