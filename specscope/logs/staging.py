@@ -198,6 +198,7 @@ class Stage:
     _made: bool = False  # the directory, by this stage
     _held: int = 0  # bytes of the frames in ``parts``; -1 once they went to files
     _files: int = 0
+    _last_line: dict[str, int] = field(default_factory=dict)  # a table's last line out
 
     def flush(
         self,
@@ -256,8 +257,65 @@ class Stage:
             mine = stamped.filter(pl.col("_table") == RECORD_TABLES.index(name)).sort("_row")
             t = t.with_columns(mine["_off"], mine["_yr"])
             self.counts[name] = self.counts.get(name, 0) + len(t)
-            self.parts.setdefault(name, []).append(self._keep(name, t))
+            t = self._place_late(name, t)
+            if len(t):
+                self.parts.setdefault(name, []).append(self._keep(name, t))
+                if t["line"].null_count() == 0:
+                    self._last_line[name] = int(t["line"][-1])
         self.flushes += 1
+
+    def _place_late(self, table: str, frame: pl.DataFrame) -> pl.DataFrame:
+        """Rows of lines before what already went out (an author's sentence is kept or
+        dropped only once the whole paste is read, after the bulk reader flushed the rows
+        below it) go into the part that holds their place, so the table stays in log order
+        as the line parser's single flush leaves it; the rest is returned. Rare (a paste
+        with prose and telemetry), so a part rewritten here costs nothing in a server log."""
+        last = self._last_line.get(table)
+        if last is None or frame["line"].null_count():
+            return frame
+        late_mask = frame["line"] < last
+        if not late_mask.any():
+            return frame
+        late, rest = frame.filter(late_mask), frame.filter(~late_mask)
+        parts = self.parts[table]
+        for i in range(len(parts)):
+            part = parts[i]
+            held = part if isinstance(part, pl.DataFrame) else pl.read_ipc(part)
+            top = held["line"].max()
+            mine = late if i == len(parts) - 1 else late.filter(pl.col("line") <= top)
+            if not len(mine):
+                continue
+            late = late.filter(pl.col("line") > top) if i < len(parts) - 1 else late.clear()
+            # An undated row between dated ones takes its year from the row before it, as
+            # the stamp of one flush in log order gives it.
+            merged = (
+                pl.concat(
+                    [
+                        held.with_columns(pl.lit(False).alias("_late")),
+                        mine.with_columns(pl.lit(True).alias("_late")),
+                    ]
+                )
+                .sort("line", maintain_order=True)
+                .with_columns(
+                    [
+                        pl.when(pl.col("_late") & pl.col("_month").is_null())
+                        .then(None)
+                        .otherwise(pl.col(c))
+                        .forward_fill()
+                        .fill_null(pl.col(c))
+                        .alias(c)
+                        for c in ("_off", "_yr")
+                    ]
+                )
+                .drop("_late")
+            )
+            if isinstance(part, pl.DataFrame):
+                parts[i] = merged
+            else:
+                merged.write_ipc(part, compression="lz4")
+            if not len(late):
+                break
+        return rest
 
     def _keep(self, table: str, frame: pl.DataFrame) -> pl.DataFrame | Path:
         if self.directory is None:
