@@ -22,6 +22,7 @@ ROLES = (
     "shallower", "depth_pair",
 )  # fmt: skip
 ATTRIBUTIVE = re.compile(r"(?<![\w-])(?:the|a|an)\s+$", re.I)  # ('a low rate': a thing named)
+_ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
 
 
 @dataclass(frozen=True)
@@ -81,4 +82,28 @@ def negated(lex: Lexicon, clause: str, at: int) -> bool:
     return lex.has("negation", before) or bool(re.search(r"(?<![\w-])no\s+$", before, re.I))
 
 
-__all__ = ["ATTRIBUTIVE", "ROLES", "Claim", "Lexicon", "lexicon", "negated"]
+def without_aside(lex: Lexicon, clause: str) -> str:
+    """The clause without an aside on another run after a stated share ('~1/11 acceptance on
+    prompts where the PoC binary reported 100%': the report is the PoC's)."""
+    frac = lex.words["fraction"].search(clause)
+    if frac is None:
+        return clause
+    aside = lex.find("aside", clause[frac.end() :])
+    return clause if aside is None else clause[: frac.end() + aside.start()]
+
+
+def names_absence(lex: Lexicon, clause: str) -> bool:
+    """The reference names speculation itself ('when no draft model is used')."""
+    return any(_ABSENT.search(m[0]) for m in lex.words["reference"].finditer(clause))
+
+
+__all__ = [
+    "ATTRIBUTIVE",
+    "ROLES",
+    "Claim",
+    "Lexicon",
+    "lexicon",
+    "names_absence",
+    "negated",
+    "without_aside",
+]

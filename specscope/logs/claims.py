@@ -39,7 +39,7 @@ from specscope.logs.claim_speed import (
     speed_of,
     turned_off_first,
 )
-from specscope.logs.claim_words import Claim, Lexicon, lexicon
+from specscope.logs.claim_words import Claim, Lexicon, lexicon, names_absence, without_aside
 from specscope.logs.clean import clean_line
 from specscope.logs.definitions import Definition
 from specscope.logs.limits import max_line_bytes
@@ -54,7 +54,6 @@ _CLAUSE = re.compile(
 )  # (a full-width comma or colon is one with its space)
 _ENDS = "!?;\u3002\uff01\uff1f\uff1b"  # and their full-width forms
 _LEAD = re.compile(r"^(?:and|so|also|but|however|although|though|whereas)\s+", re.I)
-_ABSENT = re.compile(r"spec|draft|mtp|eagle|(?<![a-z])sd(?![a-z])", re.I)  # 'no-spec', 'w/o SD'
 _RATIO = re.compile(r"\d\s?(?:%|×|x(?![a-z]))", re.I)
 _BASE_AFTER = re.compile(r"\s*\(?\s*(?:without|w/o|baseline)(?![\w-])", re.I)
 _OBSERVED = re.compile(
@@ -209,7 +208,7 @@ def read_sentence(
     rated, mine = lex.has("rate", sentence), lex.has("first_person", sentence)
     depth = _depth(lex, sentence)
     crowd = lex.has("crowd", sentence)  # more than one request at once ('np=2', 'C=4')
-    absent_here = _names_absence(lex, sentence)
+    absent_here = names_absence(lex, sentence)
     among: bool | None = None  # speculation against speculation (looked at when needed)
     # (once: a sentence may hold many clauses; speculation against speculation, MTP4 相比
     # MTP3, names no run against decoding without it)
@@ -225,7 +224,9 @@ def read_sentence(
             continue
         cond = _condition(lex, clause, None if last_cond is None else clauses[last_cond])
         concrete = cond is not None and lex.has("concrete", cond)
-        if (cond is not None and not concrete) or _blocked(lex, _own(lex, clause), concrete):
+        if (cond is not None and not concrete) or _blocked(
+            lex, without_aside(lex, clause), concrete
+        ):
             continue  # ('if acceptance is low, ...': a rule, not an observation)
         if lex.has("prefill", clause) and read_positions(lex, clause, concrete) is None:
             continue  # (but 'dies after the first token' is a later position's, no TTFT)
@@ -265,7 +266,7 @@ def read_sentence(
             continue  # ('Compared to EAGLE-3, MTP is slower': two methods, no baseline)
         # (a reference that names speculation's absence says whose run, in any clause:
         # 'compared ... with non-speculative version ..., but I did not see any improvement')
-        absent = _names_absence(lex, clause) or absent_here
+        absent = names_absence(lex, clause) or absent_here
         # A fall after a change of version that sets it against nothing: the old version
         # against the new, speculation on in both (oMLX #1745: 'After upgrading to v0.4.2,
         # single-request visible decode speed dropped sharply for this custom Qwopus MTP model').
@@ -303,21 +304,6 @@ def _baseline_only(lex: Lexicon, sentence: str, clause: str) -> bool:
 
 def _slower_zh(lex: Lexicon, clause: str) -> bool:
     return slower_zh(lex, clause)
-
-
-def _own(lex: Lexicon, clause: str) -> str:
-    """The clause without an aside on another run after a stated share ('~1/11 acceptance on
-    prompts where the PoC binary reported 100%': the report is the PoC's)."""
-    frac = lex.words["fraction"].search(clause)
-    if frac is None:
-        return clause
-    aside = lex.find("aside", clause[frac.end() :])
-    return clause if aside is None else clause[: frac.end() + aside.start()]
-
-
-def _names_absence(lex: Lexicon, clause: str) -> bool:
-    """The reference names speculation itself ('when no draft model is used')."""
-    return any(_ABSENT.search(m[0]) for m in lex.words["reference"].finditer(clause))
 
 
 def _with_condition(
