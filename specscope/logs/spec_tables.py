@@ -21,6 +21,7 @@ from specscope.logs.table_shapes import (
     cell_number,
     cells_of,
     key_of,
+    named_depths,
     rate_of,
     transposed,
 )
@@ -253,7 +254,7 @@ def _spec_rows(
         # length, as runs side by side are; elsewhere none (k unstated).
         along = key_of(defn, "dimension")
         if along is None or not along.fullmatch(header[0].strip()):
-            return first
+            return _lengths_at_k(header, body, length, depth)
         lengths = _lengths_alone(header, body, length, column("depth"))
         if lengths.values:
             _along(defn, header[0], [lengths, *lengths.more])
@@ -362,6 +363,36 @@ def _slot_shares(readings: list[Reading]) -> None:
         return
     for r in said:
         r.values["k"] = n - 1
+
+
+def _lengths_at_k(
+    header: list[str], body: list[tuple[int, list[str]]], length: int | None, depth: int | None
+) -> Reading:
+    """Rows of a mean length alone, each at a k the table states (a depth column, or labels
+    that differ in their depth alone: 'DFlash `k=1`' / 'DFlash `k=7`'): a partial record a
+    row of its length and k; without a k for every one, none (an assumed k would judge it)."""
+    if length is None:
+        return Reading()
+    rows = [(i, cells) for i, cells in body if len(cells) == len(header)]
+    said: list[tuple[int, list[str], float]] = []
+    for i, cells in rows:
+        n = cell_number(cells[length])
+        if n is not None and not n[1] and n[0] >= 1:
+            said.append((i, cells, n[0]))
+    named = named_depths([cells[0] for _, cells, _ in said])
+    readings: list[Reading] = []
+    for i, cells, tau in said:
+        k = (_k_of(cells[depth]) if depth is not None else None) or named.get(cells[0])
+        if k is None or tau > k + 1:
+            return Reading()
+        reading = Reading(offset=i)
+        reading.values = {"mean_acceptance_length": tau, "k": k, "partial": True}
+        reading.extra = {"row": cells[0]}
+        readings.append(reading)
+    if len(readings) < 2:
+        return Reading()
+    readings[0].more = readings[1:]
+    return readings[0]
 
 
 def _full_column(defn: Definition, role: str, header: list[str]) -> int | None:
