@@ -16,6 +16,7 @@ _UNFINISHED_HEADER = regex.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d[-\d\s:]*(?:\[?[\w./-]*(?::\d*)?)?$"
 )
 
+_RECENT = 4  # texts whose anchors are kept (Grammar.anchors_in)
 _CUT_EVENT = 8  # characters of an event's phrase before a line's end that make it cut
 
 
@@ -87,6 +88,7 @@ class Grammar:
             )
         )
         self.definitions = defs
+        self._recent: list[tuple[str, list[tuple[regex.Match[str], Anchor]]]] = []
         # Proper prefixes of the literals (one letter only for capitals: words end in
         # small letters all the time).
         self.literal_prefixes = {
@@ -206,6 +208,16 @@ class Grammar:
         return out
 
     def anchors_in(self, text: str) -> list[tuple[regex.Match[str], Anchor]]:
+        # A line is asked again and again (held, joined to the next, cut in pieces): the
+        # last few answers are kept, half the time of a long line of prose.
+        for seen, out in self._recent:
+            if seen == text:
+                return list(out)
+        out = self._anchors_in(text)
+        self._recent = [*self._recent[-(_RECENT - 1) :], (text, out)]
+        return list(out)
+
+    def _anchors_in(self, text: str) -> list[tuple[regex.Match[str], Anchor]]:
         found: list[tuple[regex.Match[str], Anchor]] = []
         for anchor in self.anchors:
             if not anchor.reads(text):
