@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 
 from specscope.acceptance import Folded, add_k_counts, from_sums, k_counts, most_common_k
+from specscope.logs import label_config
 from specscope.logs.derive import drafts_from_tokens_column
 from specscope.logs.results import BulkRow, ParseResult, Run
 from specscope.logs.staging import INTERNAL_COLUMNS, RECORD_TABLES, Stage, conform
@@ -213,7 +214,11 @@ def finish(
     user: Mapping[str, Any],
 ) -> Finished:
     first, basis = stage.years.first_year(year, mtime)
-    run_k = {run.ordinal: run.config.get("k") for run in result.runs if run.config.get("k")}
+    run_k = {
+        run.ordinal: k
+        for run in result.runs
+        if (k := run.config.get("k") or label_config.label_k(run))
+    }
     columns: dict[str, list[pl.Expr]] = {}
     for table in RECORD_TABLES:
         steps = [
@@ -392,6 +397,7 @@ def _run_row(
     row: dict[str, Any] = {c: _fit(c, config.get(c)) for c in CONFIG_COLUMNS}
     if row["k"] is None:
         row["k"] = common_k
+    label_config.apply(run, row)  # what the author's label names, where nothing else does
     if row["quantization"] is not None:
         row["quantization_source"] = "config"
     elif (guess := quantization_from_model_name(row["model"])) is not None:

@@ -21,6 +21,7 @@ from specscope.logs.assemble import Finished, finish, reconfigure
 from specscope.logs.bulk import parse_source
 from specscope.logs.grammar import Grammar, default_grammar
 from specscope.logs.known import known_as, same_text
+from specscope.logs.label_config import add_headings
 from specscope.logs.limits import max_line_bytes, size_text
 from specscope.logs.results import ParseResult
 from specscope.logs.source import HEAD_BYTES, STDIN, Source, open_source, unhashed
@@ -351,6 +352,7 @@ def _ingest_one(
                     progress(src.display, done, max(done, src.size_hint()))
 
             result = parse_source(src, grammar, stage, bulk=bulk, progress=told)
+            add_headings(src, result.runs)  # the heading above a table: its rows' context
             if inflated:
                 if not src.content_sha256:  # read by Python, not by the core: hash it here
                     src.identify()

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from specscope.logs import label_config
 from specscope.logs.checks import check_row, refusal
 from specscope.logs.definitions import Definition
 from specscope.logs.derive import RECORD_DERIVATIONS, to_deltas
@@ -114,6 +115,8 @@ class Records:
             if isinstance(target[1], BulkRow) and all(p is not target[1] for _, p in self.patches):
                 self.patches.append((target[0], target[1]))
             return None
+        if tables[0] == "spec_decode" and reading.extra:
+            label_config.note(run, reading.extra)  # the method or depth its label names
         if defn.starts_run:
             run.starts_seen.add(defn.name)
         if defn.engine:

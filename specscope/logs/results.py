@@ -34,6 +34,8 @@ class Run:
     from_block: bool = False  # opened by a result block (bench output), not a server log
     # The last telemetry record of each process: the spec line follows its engine's line.
     last_record: dict[tuple[str | None, int | None], tuple[str, Row]] = field(default_factory=dict)
+    # The depth each labelled spec record's label sets (None: none): ``logs.label_config``.
+    labelled: list[int | None] = field(default_factory=list)
 
     @property
     def used(self) -> bool:

@@ -19,6 +19,7 @@ two drafters compared.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -80,6 +81,8 @@ _RUN_SETTINGS = (
 def change(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]]) -> str:
     """What the paste says changes between two sides: "expected", "regression", "named" or
     "unknown" (the module's doc)."""
+    if other_context(a, b, runs):
+        return "expected"
     wa, wb = words(a.labels), words(b.labels)
     if a.labels and b.labels:
         differ = wa ^ wb
@@ -130,9 +133,12 @@ def _expected(only_a: set[str], only_b: set[str]) -> bool:
     return False
 
 
-def confounded(a: Side, b: Side) -> bool:
+def confounded(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
     """Do two sides' labels change something besides k that lowers acceptance by itself
-    (k=3 on chat against k=5 on code)? Then the depth is not what the comparison shows."""
+    (k=3 on chat against k=5 on code), or their headings (another target model)? Then the
+    depth is not what the comparison shows."""
+    if runs is not None and other_context(a, b, runs):
+        return True
     if not (a.labels and b.labels):
         return False
     wa, wb = words(a.labels), words(b.labels)
@@ -140,9 +146,33 @@ def confounded(a: Side, b: Side) -> bool:
     return _expected(rest & wa, rest & wb)
 
 
+def other_context(a: Side, b: Side, runs: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Are two sides under headings that differ by what lowers acceptance by design (the
+    nearest heading above each one's table, ``logs.label_config``: '### Qwen3.5-35B-A3B-4bit'
+    against '### Qwen3.6-27B-4bit', world 371)? Rows under two such headings are no arms of
+    one comparison, whatever their labels share. Only where both have a heading."""
+    ha, hb = heading(runs.get(a.run_id, {})), heading(runs.get(b.run_id, {}))
+    if ha is None or hb is None or ha == hb:
+        return False
+    wa, wb = words([ha]), words([hb])
+    return _expected(wa - wb, wb - wa)
+
+
+def heading(run: Mapping[str, Any]) -> str | None:
+    """The heading a run's configuration keeps (its table's), or None."""
+    config = run.get("config")
+    if not isinstance(config, str) or '"heading"' not in config:
+        return None
+    try:
+        value = json.loads(config).get("heading")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def words(labels: list[str]) -> set[str]:
     text = " ".join(labels).lower().replace("=", " ")
     return {w.rstrip(".") for w in re.findall(r"[~≈]?[a-z0-9][a-z0-9.\-_%]*", text)}
 
 
-__all__ = ["NUMBER", "change", "confounded", "words"]
+__all__ = ["NUMBER", "change", "confounded", "heading", "other_context", "words"]

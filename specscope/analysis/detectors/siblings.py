@@ -79,7 +79,7 @@ def _k_sweeps(ev: Evidence, sides: list[Side]) -> list[Finding]:
     for a, b in combinations(sides, 2):
         if not (a.k and b.k) or a.k == b.k or not _alike(ev, a, b):
             continue
-        if confounded(a, b):
+        if confounded(a, b, ev.runs):
             continue
         small, large = (a, b) if a.k < b.k else (b, a)
         if (large.run_id, large.k) in blamed:
