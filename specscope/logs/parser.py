@@ -474,6 +474,7 @@ class LineParser:
             reading = pending.reading(defn)
             reading.alone = not pending.in_prose
             reading.under_baseline = self._labels.under_baseline(pending.line)
+            self._built_on(reading, pending.line)
             reason = self.records.keep(
                 defn, origin, reading, typed_groups(defn, groups, reading.extra)
             )
@@ -488,6 +489,11 @@ class LineParser:
         if any(reasons):
             reason = next(r for r in reasons if r)
             self.skipped.append(Skip(pending.line, reason, pending.text[:300]))
+
+    def _built_on(self, reading: Reading, line: int) -> None:
+        build = self._labels.built_on(line)
+        if build is not None and reading.under_baseline is None:
+            reading.extra.setdefault("label", build)  # the build the author says it ran on
 
     def _keep_labelled(self, defn: Definition, first: int, last: int, reading: Reading) -> None:
         reason = self.records.keep(defn, Origin(first, last, None), reading, {})
@@ -521,6 +527,7 @@ class LineParser:
             return
         for defn, reading in readings:
             reading.under_baseline = self._labels.under_baseline(block.line)
+            self._built_on(reading, block.line)
             for part in (reading, *reading.more):  # a table of records: one a row, its line
                 at = None if part.offset is None else block.line + part.offset
                 reason = self.records.keep(
