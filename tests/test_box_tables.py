@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -74,19 +75,22 @@ TABULATE_GRID = """+------------------+-------------------------+
 +------------------+-------------------------+"""
 
 
-def _rates(text: str) -> list[tuple[str, float]]:
+def _records(text: str) -> list[dict]:
     rows = specscope.parse_text(text).tables.get("spec_decode", [])
-    return [(str(r["extra"]), r["reported_rate"]) for r in rows]
+    keys = ("extra", "reported_rate", "mean_acceptance_length")
+    return [{k: r.get(k) for k in keys} for r in rows]
 
 
 def test_a_table_in_boxes_reads_as_its_pipe_table() -> None:
-    # world 350's table (lightseekorg/tokenspeed#1305) as rich draws it: the same records
-    piped, boxed = _rates(PIPES), _rates(BOXED)
-    assert [rate for _, rate in piped] == [0.746, 0.485]
-    assert [rate for _, rate in boxed] == [0.746, 0.485]
-    assert [label for label, _ in boxed] == [label for label, _ in piped]
-    # and as tabulate's grid draws it, a rule between every row
-    assert [rate for _, rate in _rates(TABULATE_GRID)] == [0.746, 0.485]
+    # world 350's table (lightseekorg/tokenspeed#1305) as rich draws it: the same records.
+    # Its rate is 1 - 1/length in both rows, a share of emitted tokens (spec tables keep it
+    # in extra); the length is the record's.
+    piped, boxed = _records(PIPES), _records(BOXED)
+    assert [r["mean_acceptance_length"] for r in piped] == [3.93, 1.94]
+    assert [json.loads(r["extra"])["emitted_share"] for r in piped] == [0.746, 0.485]
+    assert boxed == piped
+    # and as tabulate's grid draws it, a rule between every row (a rate alone: a rate)
+    assert [r["reported_rate"] for r in _records(TABULATE_GRID)] == [0.746, 0.485]
 
 
 @pytest.mark.parametrize(
