@@ -5,11 +5,9 @@ number to judge is the counted detectors' (acceptance.low and zero)."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from specscope.analysis.evidence import Evidence, engine_rows, finding_for, scalar, trials_of
-from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.analysis.detectors.said import claim_words, on_words, where_said
+from specscope.analysis.evidence import Evidence, finding_for, trials_of
+from specscope.analysis.findings import Finding, Severity
 
 # What the finding rests on, said as its assumption (it makes the level suggestive).
 WORDS = "the author's word, not counts: no rate, length or count of the run is stated"
@@ -23,12 +21,11 @@ def low_in_words(ev: Evidence) -> list[Finding]:
         extra = agg.get("stated_words")
         if not extra or trials_of(ev, run_id, agg) is not None:
             continue  # nothing said in words, or a number the counted detectors judge
-        words = _words(extra)
+        words = claim_words(extra, "low")
         if not words:
             continue
-        rows = engine_rows(ev, run_id, None)
-        line = scalar(rows["line"].min(), int) if not rows.is_empty() else None
-        where = f"line {line}: " if line is not None else ""
+        rows, where = where_said(ev, run_id)
+        sample, confidence = on_words(words, "the author's word, without a rate", WORDS)
         out.append(
             finding_for(
                 ev,
@@ -46,26 +43,11 @@ def low_in_words(ev: Evidence) -> list[Finding]:
                 "method reaches",
                 measured={"stated": "low"},
                 expected={"acceptance": "what the method reaches (reference.toml)"},
-                sample={"author's words": f"\u201c{words}\u201d"},
-                confidence=Confidence(
-                    "suggestive",
-                    "the author's word, without a rate",
-                    {"author's words": f"\u201c{words}\u201d"},
-                    [WORDS],
-                ),
+                sample=sample,
+                confidence=confidence,
             )
         )
     return out
-
-
-def _words(extra: str) -> str | None:
-    try:
-        said: Any = json.loads(extra)
-    except ValueError:
-        return None
-    if not isinstance(said, dict) or said.get("claim") != "low":
-        return None
-    return str(said.get("stated") or "") or None
 
 
 __all__ = ["low_in_words"]

@@ -7,17 +7,9 @@ run with rates by position of its own is ``positions.k_too_large``'s, judged on 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from specscope.analysis.evidence import (
-    Evidence,
-    engine_rows,
-    finding_for,
-    nothing_accepted,
-    scalar,
-)
-from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.analysis.detectors.said import claim_words, has_curve, on_words, where_said
+from specscope.analysis.evidence import Evidence, finding_for, nothing_accepted
+from specscope.analysis.findings import Finding, Severity
 
 # What the finding rests on, said as its assumption (it makes the level suggestive).
 WORDS = "the author's word, not counts: no rate or speed of either depth is stated"
@@ -28,12 +20,13 @@ def deeper_in_words(ev: Evidence) -> list[Finding]:
     gives (``stated_words`` with the claim ``deeper``) and that has no rates by position."""
     out: list[Finding] = []
     for run_id, agg in ev.per_run.items():
-        words = _words(agg.get("stated_words"))
-        if words is None or _curve(agg) or nothing_accepted(ev, run_id, agg):
+        words = claim_words(agg.get("stated_words"), "deeper")
+        if words is None or has_curve(agg) or nothing_accepted(ev, run_id, agg):
             continue  # (nothing accepted anywhere: zero_acceptance speaks for it)
-        rows = engine_rows(ev, run_id, None)
-        line = scalar(rows["line"].min(), int) if not rows.is_empty() else None
-        where = f"line {line}: " if line is not None else ""
+        rows, where = where_said(ev, run_id)
+        sample, confidence = on_words(
+            words, "the author's word, without per-position counts", WORDS
+        )
         out.append(
             finding_for(
                 ev,
@@ -50,34 +43,11 @@ def deeper_in_words(ev: Evidence) -> list[Finding]:
                 "positions do not pay for their verification",
                 measured={"stated": "deeper is worse"},
                 expected={"k": "the shallower depth the author found to pay"},
-                sample={"author's words": f"\u201c{words}\u201d"},
-                confidence=Confidence(
-                    "suggestive",
-                    "the author's word, without per-position counts",
-                    {"author's words": f"\u201c{words}\u201d"},
-                    [WORDS],
-                ),
+                sample=sample,
+                confidence=confidence,
             )
         )
     return out
-
-
-def _words(extra: Any) -> str | None:
-    if not extra:
-        return None
-    try:
-        said: Any = json.loads(extra)
-    except ValueError:
-        return None
-    if not isinstance(said, dict) or said.get("claim") != "deeper":
-        return None
-    return str(said.get("stated") or "") or None
-
-
-def _curve(agg: Any) -> bool:
-    """The run has rates by position of its own (counted, printed or stated as a list)."""
-    printed = [x for x in (agg.get("per_position") or []) if x is not None]
-    return len(printed) >= 2 or len(agg.get("stated_curve") or []) >= 2
 
 
 __all__ = ["deeper_in_words"]

@@ -6,17 +6,11 @@ own is ``positions.cliff``'s, judged on those."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from specscope.analysis.evidence import (
-    Evidence,
-    engine_rows,
-    finding_for,
-    nothing_accepted,
-    scalar,
-)
-from specscope.analysis.findings import Confidence, Finding, Severity
+from specscope.analysis.detectors.said import claim_said, has_curve, on_words, where_said
+from specscope.analysis.evidence import Evidence, finding_for, nothing_accepted
+from specscope.analysis.findings import Finding, Severity
 
 # What the finding rests on, said as its assumption (it makes the level suggestive).
 WORDS = "the author's word, not counts: no per-position count or curve of the run is stated"
@@ -28,14 +22,15 @@ def cliff_in_words(ev: Evidence, judged: set[str]) -> list[Finding]:
     the counted detector already spoke of."""
     out: list[Finding] = []
     for run_id, agg in ev.per_run.items():
-        said = _said(agg.get("stated_cliff"))
-        if run_id in judged or said is None or _curve(agg) or nothing_accepted(ev, run_id, agg):
+        said = claim_said(agg.get("stated_cliff"), "cliff")
+        if run_id in judged or said is None or has_curve(agg) or nothing_accepted(ev, run_id, agg):
             continue  # (nothing accepted anywhere: zero_acceptance speaks for it)
         words = str(said.get("stated") or "")
         rate, first = said.get("rate_at_position"), said.get("first_position_rate")
-        rows = engine_rows(ev, run_id, None)
-        line = scalar(rows["line"].min(), int) if not rows.is_empty() else None
-        where = f"line {line}: " if line is not None else ""
+        rows, where = where_said(ev, run_id)
+        sample, confidence = on_words(
+            words, "the author's word, without per-position counts", WORDS
+        )
         at = _stated(first, rate)
         out.append(
             finding_for(
@@ -58,13 +53,8 @@ def cliff_in_words(ev: Evidence, judged: set[str]) -> list[Finding]:
                     **({"a_position": rate} if rate is not None else {}),
                 },
                 expected={"conditional about": ev.config["position_cliff"]["typical_conditional"]},
-                sample={"author's words": f"\u201c{words}\u201d"},
-                confidence=Confidence(
-                    "suggestive",
-                    "the author's word, without per-position counts",
-                    {"author's words": f"\u201c{words}\u201d"},
-                    [WORDS],
-                ),
+                sample=sample,
+                confidence=confidence,
             )
         )
     return out
@@ -78,22 +68,6 @@ def _stated(first: Any, rate: Any) -> str:
         if isinstance(value, (int, float))
     ]
     return f" ({', '.join(parts)})" if parts else ""
-
-
-def _said(extra: Any) -> dict[str, Any] | None:
-    if not extra:
-        return None
-    try:
-        said: Any = json.loads(extra)
-    except ValueError:
-        return None
-    return said if isinstance(said, dict) and said.get("claim") == "cliff" else None
-
-
-def _curve(agg: Any) -> bool:
-    """The run has rates by position of its own (counted, printed or stated as a list)."""
-    printed = [x for x in (agg.get("per_position") or []) if x is not None]
-    return len(printed) >= 2 or len(agg.get("stated_curve") or []) >= 2
 
 
 __all__ = ["cliff_in_words"]
