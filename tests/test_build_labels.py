@@ -17,7 +17,7 @@ import specscope
 from specscope.logs.definitions import load_definitions
 from specscope.logs.grammar import Grammar
 from specscope.logs.parser import parse_text
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, findings_of_paste
 from tests.test_bulk import _same, write_server
 
 GRAMMAR = Grammar(load_definitions())
@@ -53,13 +53,9 @@ def _labels(text: str) -> list[str | None]:
 
 
 def _sibling_lows(tmp_path: Path, text: str) -> list[specscope.Finding]:
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    store = tmp_path / "store"
-    specscope.ingest([log], store=store, year=2026)
     return [
         f
-        for f in specscope.detect(specscope.open_store(store))
+        for f in findings_of_paste(tmp_path, text)
         if f.kind == "low_acceptance" and "sibling" in f.measured
     ]
 

@@ -14,6 +14,7 @@ import pytest
 import specscope
 from specscope.analysis.detectors.sibling_change import change
 from specscope.analysis.siblings import Side
+from tests.helpers import findings_of_paste
 
 
 def _table(rows: list[tuple[str, int, int, int]], corner: str = "Image") -> str:
@@ -26,13 +27,9 @@ def _table(rows: list[tuple[str, int, int, int]], corner: str = "Image") -> str:
 
 
 def _low(tmp_path: Path, text: str) -> list[specscope.Finding]:
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    store = tmp_path / "store"
-    specscope.ingest([log], store=store, year=2026)
     return [
         f
-        for f in specscope.detect(specscope.open_store(store))
+        for f in findings_of_paste(tmp_path, text)
         if f.kind == "low_acceptance" and "sibling" in f.measured
     ]
 
