@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 import specscope
+from specscope.analysis.detectors.sibling_change import change
+from specscope.analysis.siblings import Side
 from specscope.logs.label_config import depth_of
 
 WORLD = Path(__file__).parent.parent / "fixtures" / "world"
@@ -115,3 +117,23 @@ def test_a_label_does_not_override_what_the_run_says(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     specscope.ingest([log], store=plain, year=2026)
     assert {r["k"] for r in specscope.open_store(plain).runs.collect().to_dicts()} == {2}
+
+
+def _side(run_id: str, label: str) -> Side:
+    return Side(run_id, "paste.log", None, False, (1, 1), {}, labels=[label])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "said"),
+    [
+        # a depth's value alone changes, as 'k=3' against 'k=5'
+        ("ngram D=4", "ngram D=8", "expected"),
+        ("draft_n=4", "draft_n=8", "expected"),
+        ("k=3", "k=5", "expected"),
+        # something besides the depth: still a change the paste names
+        ("ngram D=4", "ngram D=4 paged-kv", "named"),
+        ("ngram D=4", "ngram D=12 adapt+strict", "named"),
+    ],
+)
+def test_a_depth_written_d_is_a_setting_of_the_label(a: str, b: str, said: str) -> None:
+    assert change(_side("r-1", a), _side("r-2", b), {}) == said

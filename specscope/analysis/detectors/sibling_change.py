@@ -60,12 +60,17 @@ _FILLER = re.compile(r"the|a|an|of|on|in|at|with|w/|and|vs\.?|this|that|our|ours
 # Settings whose value is a label's number ('temperature 0' against 'temperature 1.0'):
 # two labels that differ in numbers alone beside one of them change that setting.
 _SETTINGS = re.compile(
-    r"temp(?:erature)?|t|top[-_ ]?[pk]|k|depth|steps?|n-max|num_speculative_tokens|"
+    r"temp(?:erature)?|t|top[-_ ]?[pk]|k|d|depth|steps?|n-max|num_speculative_tokens|"
+    r"draft[-_]?n|n[-_]?draft|draft[-_]?max|"
     r"context|ctx|len(?:gth)?|tok(?:en)?s?|prompt|input|output|batch|bs|concurrency",
 )
 NUMBER = re.compile(r"[~≈]?\d+(?:[.,]\d+)?[kmx%]?")
 # A label's words that name the depth itself ('k=3', 'nst 5', '3 steps').
-_DEPTH = re.compile(r"k|nst|steps?|depth|n-max|num_speculative_tokens|draft|tokens?|spec")
+# ('D=4' too: logs.label_config reads a capital D with its value as the depth)
+_DEPTH = re.compile(
+    r"k|d|nst|steps?|depth|n-max|num_speculative_tokens|draft|draft[-_]?n|n[-_]?draft|"
+    r"draft[-_]?max|tokens?|spec"
+)
 # Settings of a run that, where two runs state different values, name what changed.
 _RUN_SETTINGS = (
     "vllm_version",
