@@ -315,8 +315,7 @@ def _spec_rows(
     _emitted_shares(readings)
     _slot_shares(readings)
     _along(defn, header[0], readings)
-    readings[0].more = readings[1:]
-    return readings[0]
+    return _chained(readings)
 
 
 def _emitted_shares(readings: list[Reading]) -> None:
@@ -389,10 +388,7 @@ def _lengths_at_k(
         reading.values = {"mean_acceptance_length": tau, "k": k, "partial": True}
         reading.extra = {"row": cells[0]}
         readings.append(reading)
-    if len(readings) < 2:
-        return Reading()
-    readings[0].more = readings[1:]
-    return readings[0]
+    return _chained(readings) if len(readings) >= 2 else Reading()
 
 
 def _full_column(defn: Definition, role: str, header: list[str]) -> int | None:
@@ -400,6 +396,12 @@ def _full_column(defn: Definition, role: str, header: list[str]) -> int | None:
     key = key_of(defn, role)
     found = [c for c, h in enumerate(header) if c and key is not None and key.fullmatch(h.strip())]
     return found[0] if len(found) == 1 else None
+
+
+def _chained(readings: list[Reading]) -> Reading:
+    """A table's records as one reading: the first, the others its ``more``."""
+    readings[0].more = readings[1:]
+    return readings[0]
 
 
 def _k_of(cell: str) -> int | None:
@@ -539,15 +541,12 @@ def _lengths_alone(
             continue
         reading = Reading(offset=i)
         reading.values = {"mean_acceptance_length": n[0], "partial": True}
-        k = cell_number(cells[depth]) if depth is not None else None
-        if k is not None and k[0].is_integer() and not k[1] and 1 <= k[0] <= 64:
-            reading.values["k"] = int(k[0])
+        k = _k_of(cells[depth]) if depth is not None else None
+        if k is not None:
+            reading.values["k"] = k
         reading.extra = {"row": cells[0]}
         readings.append(reading)
-    if len(readings) < 2:
-        return Reading()
-    readings[0].more = readings[1:]
-    return readings[0]
+    return _chained(readings) if len(readings) >= 2 else Reading()
 
 
 __all__ = ["read_spec_table"]
